@@ -1,0 +1,312 @@
+"""Role spec and the machinery every role shares: one Turn per node invocation.
+
+A role is data (`Role`) plus a `step(turn)` function. The Turn gives the step what the
+role is allowed to see (its inbox, its own worktable, facts, sources) and the only
+ways to act: ask the model for structured output, use tools, publish messages, write
+notes. Everything a step does becomes one state update when it returns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from pydantic import BaseModel, ValidationError
+
+from briefroom.agents.context import RunContext
+from briefroom.errors import ContractError
+from briefroom.graph.state import AgentState, Charter, Fact, SourceRecord, Worktable
+from briefroom.models.cassette import serialize_messages
+from briefroom.prompts import load_template, render
+from briefroom.protocol.bus import Subscription
+from briefroom.protocol.context import DATA_NOTICE, BuiltPrompt, ContextBuilder, Item, Section, mark_data
+from briefroom.protocol.envelope import envelope
+from briefroom.protocol.messages import BROADCAST, AgentMessage, MsgType, Priority, make_message
+from briefroom.protocol.tools import ToolOutcome, run_tool
+
+T = TypeVar("T", bound=BaseModel)
+MAX_CONTRACT_RETRIES = 2
+
+
+@dataclass(frozen=True)
+class Role:
+    """Everything the registry, the bus and the graph need to know about a role."""
+
+    name: str
+    prompt: str | Path  # shipped prompt file name, or an absolute path for plugin roles
+    subscriptions: tuple[Subscription, ...]
+    publications: tuple[MsgType, ...]
+    output_schema: type[BaseModel] | None
+    step: Callable[["Turn"], None]
+    tools: tuple[str, ...] = ()
+    order: int = 100  # who speaks first when several roles have unread messages
+    budget_tokens: int = 6000  # input budget; capped by the model's window
+    description: str = ""
+
+
+def render_charter(charter: Charter) -> str:
+    lines = [f"Goal: {charter.goal}", "Acceptance criteria:"]
+    lines += [f"- {c}" for c in charter.acceptance_criteria]
+    if charter.constraints:
+        lines.append("Constraints:")
+        lines += [f"- {c}" for c in charter.constraints]
+    lines.append(f"Team: {', '.join(charter.roles)}. Rounds at most: {charter.max_rounds}.")
+    return "\n".join(lines)
+
+
+def constrain_schema(schema: dict, enums: dict[str, list[str]]) -> dict:
+    """Restrict named properties (anywhere in the schema) to the given values.
+
+    Used so a model can only cite source ids that exist: llama.cpp turns the schema
+    into a grammar, and hosted models see the allowed values.
+    """
+    schema = json.loads(json.dumps(schema))
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            for name, prop in (node.get("properties") or {}).items():
+                if name in enums:
+                    target = prop.get("items", prop) if prop.get("type") == "array" else prop
+                    target["enum"] = list(enums[name])
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(schema)
+    return schema
+
+
+def parse_json_object(text: str) -> Any:
+    """The first JSON object in a reply, tolerating code fences and chatter around it."""
+    cleaned = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
+    start, end = cleaned.find("{"), cleaned.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("the reply contains no JSON object")
+    # strict=False: small models put raw newlines inside strings; the meaning is unchanged.
+    return json.loads(cleaned[start:end + 1], strict=False)
+
+
+@dataclass
+class Turn:
+    role: Role
+    state: AgentState
+    ctx: RunContext
+    published: list[AgentMessage] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    new_facts: list[Fact] = field(default_factory=list)
+    new_sources: dict[str, SourceRecord] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        board = self.state.get("whiteboard", [])
+        self.inbox = self.ctx.bus.inbox(self.role.name, board)
+        self.unread = self.ctx.bus.unread(self.role.name, board, self.state.get("seen", {}).get(self.role.name, []))
+        self._calls = 0
+
+    # --- reading -------------------------------------------------------------------
+    @property
+    def round(self) -> int:
+        return self.state.get("round", 1)
+
+    @property
+    def charter(self) -> Charter:
+        return self.state["charter"]
+
+    @property
+    def worktable(self) -> Worktable:
+        return self.state.get("worktables", {}).get(self.role.name, Worktable())
+
+    def unread_of(self, msg_type: MsgType) -> list[AgentMessage]:
+        return [m for m in self.unread if m.header.msg_type == msg_type]
+
+    def inbox_of(self, msg_type: MsgType) -> list[AgentMessage]:
+        return [m for m in self.inbox if m.header.msg_type == msg_type]
+
+    def own_messages(self) -> list[AgentMessage]:
+        """What this role has published so far (live on the board or just now)."""
+        return [m for m in self.state.get("whiteboard", []) if m.header.sender == self.role.name] + self.published
+
+    def all_sources(self) -> dict[str, SourceRecord]:
+        return {**self.state.get("sources", {}), **self.new_sources}
+
+    def all_facts(self) -> list[Fact]:
+        return [*self.state.get("facts", []), *self.new_facts]
+
+    def source_texts(self) -> dict[str, str]:
+        """Full text of every source retrieved in this run (what citations may point at)."""
+        out = {}
+        for sid in self.all_sources():
+            doc = self.ctx.index.document(sid) if self.ctx.index else None
+            if doc is not None:
+                out[sid] = doc.text
+        return out
+
+    # --- acting --------------------------------------------------------------------
+    def publish(self, msg_type: MsgType, content: str, *, receiver: str = BROADCAST,
+                references: Iterable[str] = (), structured: dict[str, Any] | None = None,
+                relation: str | None = None, supersedes: str | None = None, ttl: int = 2,
+                priority: Priority = Priority.P2) -> AgentMessage:
+        message = make_message(sender=self.role.name, msg_type=msg_type, content=content, round=self.round,
+                               seq=len(self.state.get("whiteboard", [])) + len(self.published), receiver=receiver,
+                               references=tuple(references), structured_data=structured, relation=relation,
+                               supersedes=supersedes, ttl_rounds=ttl, priority=priority)
+        self.ctx.bus.check_publish(message)
+        self.published.append(message)
+        self.ctx.log.event("bus_message", agent=self.role.name, round=self.round, message=message,
+                           recipients=list(self.ctx.bus.recipients(message)))
+        return message
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def add_sources(self, records: Iterable[SourceRecord]) -> None:
+        from briefroom.graph.reducers import merge_sources
+
+        self.new_sources = merge_sources(self.new_sources, {r.source_id: r for r in records})
+
+    def add_facts(self, facts: Iterable[Fact]) -> None:
+        known = {f.fact_id for f in self.all_facts()}
+        self.new_facts.extend(f for f in facts if f.fact_id not in known and not known.add(f.fact_id))
+
+    # --- prompts -------------------------------------------------------------------
+    def build_prompt(self, task: str, *, material: list[Item] | None = None, facts: list[Fact] | None = None,
+                     schema: dict | None = None, tools: list[dict] | None = None) -> BuiltPrompt:
+        instructions = render(load_template(self.role.prompt), data_notice=DATA_NOTICE)
+        stable = [Section("role", "## Role", [Item("role", instructions, Priority.P0)]),
+                  Section("charter", "## Charter", [Item("charter", render_charter(self.charter), Priority.P0)])]
+        if tools:
+            stable.append(Section("tools", "## Tools", [Item("tools", json.dumps(tools, indent=1), Priority.P0)]))
+        if schema is not None:
+            stable.append(Section("format", "## Output format",
+                                  [Item("format", "Reply with one JSON object matching this JSON schema:\n"
+                                        + json.dumps(schema), Priority.P0)]))
+        table = self.worktable
+        work_items = [Item(f"note{i}", n, Priority.P3, i) for i, n in enumerate(table.notes[-8:])]
+        if table.todo:
+            work_items.append(Item("todo", "Todo: " + "; ".join(table.todo), Priority.P1, 10_000))
+        board_items = [Item(m.msg_id, mark_data("message", m.body.content, id=m.msg_id, type=m.header.msg_type.value,
+                                                **{"from": m.header.sender}, refs=",".join(m.body.references)),
+                            Priority.P0 if m in self.unread and m.header.msg_type == MsgType.CRITIQUE
+                            else m.metadata.priority, int(m.header.timestamp))
+                       for m in self.inbox]
+        fact_items = [Item(f.fact_id, mark_data("fact", f.text, id=f.fact_id, source=f.source_id), Priority.P1, i)
+                      for i, f in enumerate(facts or [])]
+        dynamic = [Section("worktable", "## Your worktable (private notes)", work_items),
+                   Section("whiteboard", "## Whiteboard (messages routed to you)", board_items),
+                   Section("facts", "## Facts (verbatim from sources)", fact_items),
+                   Section("sources", "## Sources", material or [])]
+        task_section = Section("task", "## Current task", [Item("task", task, Priority.P0)])
+        handle = self.ctx.models.for_role(self.role.name)
+        budget = min(self.role.budget_tokens, handle.context_window - 1024)
+        return ContextBuilder(self.ctx.counter, budget).build(stable, dynamic, task_section)
+
+    def _log_call(self, prompt: BuiltPrompt, messages: list[BaseMessage], reply: AIMessage, latency: float,
+                  purpose: str, attempt: int) -> None:
+        handle = self.ctx.models.for_role(self.role.name)
+        usage = reply.usage_metadata or {}
+        completion = usage.get("output_tokens") or self.ctx.counter.count(
+            str(reply.content) + json.dumps([tc["args"] for tc in reply.tool_calls]))
+        self._calls += 1
+        self.ctx.log.event("llm_call", agent=self.role.name, round=self.round, purpose=purpose, attempt=attempt,
+                           provider=handle.provider, model=handle.model_name, messages=serialize_messages(messages),
+                           sections=prompt.section_tokens, prompt_tokens=sum(self.ctx.counter.count(str(m.content))
+                                                                             for m in messages),
+                           budget=prompt.budget, prefix_hash=prompt.prefix_hash,
+                           dropped=[d.__dict__ for d in prompt.dropped], completion_tokens=completion,
+                           latency_ms=round(latency * 1000, 1), response=serialize_messages([reply])[0])
+        self.ctx.progress(self.round, self.role.name, f"{purpose} ({prompt.total_tokens}/{prompt.budget} tokens)")
+
+    def ask(self, task: str, output: type[T], *, material: list[Item] | None = None, facts: list[Fact] | None = None,
+            enums: dict[str, list[str]] | None = None, check: Callable[[T], list[str]] | None = None) -> T:
+        """Structured output: prompt -> model -> JSON -> pydantic, with bounded correction."""
+        schema = constrain_schema(output.model_json_schema(), enums or {})
+        prompt = self.build_prompt(task, material=material, facts=facts, schema=schema)
+        messages = list(prompt.messages)
+        handle = self.ctx.models.for_role(self.role.name)
+        last_error = ""
+        for attempt in range(MAX_CONTRACT_RETRIES + 1):
+            reply, latency = handle.invoke(messages, schema=schema, schema_name=output.__name__)
+            self._log_call(prompt, messages, reply, latency, f"ask {output.__name__}", attempt)
+            try:
+                value = output.model_validate(parse_json_object(str(reply.content)))
+                problems = check(value) if check else []
+                if not problems:
+                    return value
+                last_error = "; ".join(problems)
+            except (ValueError, ValidationError) as exc:
+                last_error = str(exc).replace("\n", " ")[:600]
+            self.ctx.log.event("contract_error", agent=self.role.name, round=self.round, attempt=attempt,
+                               schema=output.__name__, error=last_error)
+            messages = [*messages, AIMessage(content=str(reply.content)),
+                        HumanMessage(content=f"Your reply did not match the required output: {last_error}\n"
+                                             "Reply again with only one JSON object that matches the schema.")]
+        raise ContractError(f"{self.role.name}: the model's {output.__name__} was invalid after "
+                            f"{MAX_CONTRACT_RETRIES} corrections: {last_error[:200]}")
+
+    def use_tools(self, task: str, max_turns: int = 3) -> list[ToolOutcome]:
+        """Let the model call this role's tools; every result goes through the envelope."""
+        tools = {name: self.ctx.tools[name] for name in self.role.tools}
+        definitions = [t.definition() for t in tools.values()]
+        prompt = self.build_prompt(task, tools=definitions)
+        messages: list[BaseMessage] = list(prompt.messages)
+        handle = self.ctx.models.for_role(self.role.name)
+        outcomes: list[ToolOutcome] = []
+        forced = handle.tool_mode == "first"
+        for turn in range(1 if forced else max_turns):
+            reply, latency = handle.invoke(messages, tools=definitions,
+                                           force_tool=self.role.tools[0] if forced else None)
+            self._log_call(prompt, messages, reply, latency, "tools", turn)
+            if not reply.tool_calls:
+                break
+            messages.append(reply)
+            for call in reply.tool_calls:
+                tool = tools.get(call["name"])
+                call_id = call.get("id") or f"call_{self._calls}_{len(outcomes)}"
+                self.ctx.log.event("tool_call", agent=self.role.name, round=self.round, tool=call["name"],
+                                   call_id=call_id, args=call["args"])
+                if tool is None:
+                    outcome = ToolOutcome(call_id, call["name"], call["args"], None,
+                                          {"error": "contract_error", "message": f"no tool named {call['name']!r}"})
+                else:
+                    outcome = run_tool(tool, call_id, call["args"])
+                env = envelope(outcome, self.ctx.counter)
+                self.ctx.log.event("tool_result", agent=self.role.name, round=self.round, tool=outcome.tool,
+                                   call_id=call_id, ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
+                                   error=outcome.error)
+                outcomes.append(outcome)
+                messages.append(ToolMessage(content=env.text, tool_call_id=call_id))
+        return outcomes
+
+    # --- result --------------------------------------------------------------------
+    def updates(self) -> dict[str, Any]:
+        update: dict[str, Any] = {
+            "seen": {self.role.name: [m.msg_id for m in self.unread]},
+            "speaker": self.role.name,
+        }
+        if self.published:
+            update["whiteboard"] = self.published
+        if self.notes:
+            update["worktables"] = {self.role.name: Worktable(notes=tuple(self.notes))}
+        if self.new_facts:
+            update["facts"] = self.new_facts
+        if self.new_sources:
+            update["sources"] = self.new_sources
+        update.update(self.extra)
+        return update
+
+
+def passage_items(records: Iterable[SourceRecord]) -> list[Item]:
+    """Retrieved passages as data items for the `sources` section."""
+    items = []
+    for record in records:
+        for i, passage in enumerate(record.passages):
+            items.append(Item(passage.chunk_id, mark_data("passage", passage.text, source=record.source_id,
+                                                          title=record.title), Priority.P1, -i))
+    return items

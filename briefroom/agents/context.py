@@ -1,0 +1,35 @@
+"""RunContext: the run's live dependencies, handed to nodes through LangGraph's runtime.
+
+State is data that is checkpointed; this is everything that is not: model handles,
+tools, the index, the bus, the token counter, the run log, progress reporting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from briefroom.protocol.budget import TokenCounter
+from briefroom.protocol.bus import Bus
+from briefroom.runlog import RunLog
+
+if TYPE_CHECKING:
+    from briefroom.corpus.index import CorpusIndex
+    from briefroom.llm import ModelPool
+    from briefroom.protocol.tools import Tool
+
+
+def _quiet(round: int, agent: str, step: str) -> None:
+    return None
+
+
+@dataclass
+class RunContext:
+    bus: Bus
+    models: "ModelPool"
+    counter: TokenCounter
+    log: RunLog
+    tools: dict[str, "Tool"] = field(default_factory=dict)
+    index: "CorpusIndex | None" = None
+    progress: Callable[[int, str, str], None] = _quiet

@@ -1,0 +1,139 @@
+"""Critic: checks conclusions and report drafts; deterministic checks first.
+
+A conclusion is accepted only if its citations resolve and its numbers are in its
+sources, and the model does not object. A report draft that fails the checks goes
+back to the Writer (bounded); once revisions run out, what cannot be verified is
+replaced by the verified fact it was about, or dropped, and the log says which.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from briefroom.agents.base import Role, Turn
+from briefroom.graph.state import Report
+from briefroom.protocol.bus import Subscription
+from briefroom.protocol.messages import AgentMessage, MsgType, Priority
+from briefroom.report.checks import claim_problems, draft_problems, markdown_problems, repair_draft
+from briefroom.report.draft import Claim, ReportDraft, render_markdown
+
+
+class Verdict(BaseModel):
+    msg_id: str = Field(json_schema_extra={"x-fill": "distinct"})
+    verdict: Literal["accept", "reject"]
+    reason: str = Field(min_length=2, max_length=300)
+
+
+class Review(BaseModel):
+    verdicts: list[Verdict] = Field(min_length=1)
+
+
+def review_conclusions(turn: Turn, conclusions: list[AgentMessage]) -> None:
+    texts = turn.source_texts()
+    rejected: dict[str, str] = {}
+    for message in conclusions:
+        if not message.body.references:
+            rejected[message.msg_id] = "no source"
+            continue
+        problems = claim_problems(Claim(text=message.body.content, source_ids=list(message.body.references)), texts)
+        if problems:
+            rejected[message.msg_id] = problems[0].line()
+    candidates = [m for m in conclusions if m.msg_id not in rejected]
+    if candidates:
+        ids = [m.msg_id for m in candidates]
+        review = turn.ask("Review each conclusion on the whiteboard: is it relevant to the goal and supported by "
+                          "its sources? One verdict per message id.", Review, enums={"msg_id": ids})
+        decided: set[str] = set()
+        for verdict in review.verdicts:  # the first verdict on a message counts; repeats are noise
+            if verdict.msg_id not in ids or verdict.msg_id in decided:
+                continue
+            decided.add(verdict.msg_id)
+            if verdict.verdict == "reject":
+                rejected[verdict.msg_id] = f"critic: {verdict.reason}"
+    accepted = [m for m in conclusions if m.msg_id not in rejected]
+    confirmed = []
+    for message in accepted:
+        for fact in turn.all_facts():
+            if fact.source_id in message.body.references and fact.text in message.body.content:
+                confirmed.append(fact.model_copy(update={"confirmed_by": ("searcher", "critic")}))
+    if confirmed:
+        turn.extra["facts"] = confirmed  # merge_facts adds the confirmations
+    summary = f"{len(accepted)} conclusion(s) accepted, {len(rejected)} rejected"
+    if rejected:
+        summary += ": " + "; ".join(f"{k}: {v}" for k, v in rejected.items())
+    turn.publish(MsgType.CRITIQUE, summary[:1500], receiver="writer",
+                 structured={"accepted": [m.msg_id for m in accepted], "rejected": rejected}, priority=Priority.P1)
+
+
+def review_report(turn: Turn, message: AgentMessage) -> None:
+    charter = turn.charter
+    texts = turn.source_texts()
+    draft = ReportDraft.model_validate(message.body.structured_data["draft"])
+    markdown = message.body.structured_data["markdown"]
+    problems = draft_problems(draft, texts) + markdown_problems(markdown, texts)
+    revisions = turn.state.get("revisions", 0)
+    if problems and revisions < charter.max_revisions:
+        turn.publish(MsgType.CRITIQUE, "Fix these before the report can ship:\n"
+                     + "\n".join(f"- {p.line()}" for p in problems[:12]), receiver="writer", relation=message.msg_id,
+                     structured={"problems": [p.line() for p in problems]}, priority=Priority.P0, ttl=1)
+        turn.extra["revisions"] = revisions + 1
+        return
+    repairs: tuple[str, ...] = ()
+    if problems:
+        draft, log = repair_draft(draft, texts, turn.all_facts(), question=charter.goal)
+        repairs = tuple(log)
+        for line in log:
+            turn.ctx.log.event("report_repair", agent="critic", round=turn.round, repair=line)
+    footer = message.body.structured_data.get("footer", "")
+    markdown, cited = render_markdown(draft, turn.all_sources(), footer=footer)
+    remaining = markdown_problems(markdown, texts)
+    if remaining:  # the repair itself must leave nothing unverifiable behind
+        raise AssertionError(f"report repair left problems: {remaining[0].line()}")
+    turn.extra["report"] = Report(markdown=markdown, cited_sources=tuple(cited), round=turn.round,
+                                  revision=revisions, accepted=True, repairs=repairs)
+    turn.ctx.log.event("report_accepted", agent="critic", round=turn.round, repairs=len(repairs),
+                       cited=len(cited), criteria=acceptance(draft, cited))
+    gaps = _gaps(turn)
+    if gaps and turn.round < charter.max_rounds:
+        turn.publish(MsgType.CRITIQUE, "No verified evidence yet for: " + "; ".join(gaps), receiver="planner",
+                     priority=Priority.P0, ttl=1)
+
+
+def acceptance(draft: ReportDraft, cited: list[str]) -> dict[str, bool]:
+    """The built-in acceptance criteria, checked deterministically on the shipped draft."""
+    return {"citations_resolve": True, "numbers_supported": True,
+            "short_answer_cited": bool(draft.short_answer.source_ids), "sources_cited": len(cited) >= 1}
+
+
+def _gaps(turn: Turn) -> list[str]:
+    """Questions asked this run with no accepted conclusion."""
+    accepted_questions = set()
+    for m in turn.inbox_of(MsgType.CONCLUSION):
+        if m.body.references:
+            accepted_questions.add(m.body.structured_data.get("question"))
+    asked = {m.body.structured_data.get("question") for m in turn.inbox_of(MsgType.CONCLUSION)}
+    return sorted(q for q in asked - accepted_questions if q)
+
+
+def step(turn: Turn) -> None:
+    conclusions = turn.unread_of(MsgType.CONCLUSION)
+    if conclusions:
+        review_conclusions(turn, conclusions)
+    reports = turn.unread_of(MsgType.REPORT)
+    if reports:
+        review_report(turn, reports[-1])
+
+
+ROLE = Role(
+    name="critic",
+    prompt="critic.md",
+    subscriptions=(Subscription(msg_type=MsgType.CONCLUSION), Subscription(msg_type=MsgType.REPORT)),
+    publications=(MsgType.CRITIQUE,),
+    output_schema=Review,
+    step=step,
+    order=30,
+    budget_tokens=4000,
+    description="verifies conclusions and reports",
+)

@@ -1,0 +1,109 @@
+"""Searcher: searches the corpus for each instruction and reports sourced conclusions.
+
+Numbers found in passages go to `facts` verbatim. A conclusion whose numbers are not
+in its cited passages is not published: a small model's paraphrase ("71.2 billion"
+for "723 billion") is replaced by the verbatim sentence it was about.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from briefroom.agents.base import Role, Turn, passage_items
+from briefroom.graph.state import Passage, SourceRecord
+from briefroom.protocol.bus import Subscription
+from briefroom.protocol.messages import MsgType, Priority
+from briefroom.protocol.summarizer import extract_facts
+from briefroom.protocol.tools import LocalSearchArgs, LocalSearchResult, ReadSourceResult, run_tool
+from briefroom.report.checks import claim_problems, closest_fact
+from briefroom.report.draft import Claim
+
+MAX_INSTRUCTIONS_PER_TURN = 3
+
+
+class Finding(BaseModel):
+    claim: str = Field(min_length=5, description="what the passage says, numbers copied exactly",
+                       json_schema_extra={"x-fill": "evidence.text"})
+    source_ids: list[str] = Field(min_length=1, max_length=2, json_schema_extra={"x-fill": "evidence.refs"})
+
+
+class Findings(BaseModel):
+    findings: list[Finding] = Field(min_length=1, max_length=4)
+
+
+def _records(outcomes) -> list[SourceRecord]:
+    records: dict[str, SourceRecord] = {}
+    for outcome in outcomes:
+        if isinstance(outcome.result, LocalSearchResult):
+            for hit in outcome.result.hits:
+                rec = SourceRecord(source_id=hit.source_id, title=hit.title, path="",
+                                   passages=(Passage(chunk_id=hit.chunk_id, start=hit.start, end=hit.end,
+                                                     text=hit.text),))
+                old = records.get(hit.source_id)
+                records[hit.source_id] = rec if old is None else old.model_copy(
+                    update={"passages": old.passages + tuple(p for p in rec.passages if p not in old.passages)})
+    return list(records.values())
+
+
+def step(turn: Turn) -> None:
+    for instruction in turn.unread_of(MsgType.INSTRUCTION)[:MAX_INSTRUCTIONS_PER_TURN]:
+        question = instruction.body.content
+        outcomes = turn.use_tools(f"Find passages in the corpus that answer: {question}")
+        if not any(o.ok and isinstance(o.result, LocalSearchResult) for o in outcomes):
+            # The model did not search (or its search failed): search the question itself
+            # so the round still rests on retrieved text, and say so in the log.
+            turn.ctx.log.event("fallback", agent="searcher", round=turn.round, reason="no successful local_search")
+            outcomes.append(run_tool(turn.ctx.tools["local_search"], f"fallback-{instruction.msg_id}",
+                                     LocalSearchArgs(query=question[:400]).model_dump()))
+        records = _records(outcomes)
+        records = [_with_path(turn, r) for r in records]
+        turn.add_sources(records)
+        for outcome in outcomes:
+            if isinstance(outcome.result, ReadSourceResult):
+                turn.add_facts(extract_facts(outcome.result.text, outcome.result.source_id, "searcher", turn.round))
+        for record in records:
+            for passage in record.passages:
+                turn.add_facts(extract_facts(passage.text, record.source_id, "searcher", turn.round))
+        if not records:
+            turn.publish(MsgType.CONCLUSION, f"No passage in the corpus answers: {question}",
+                         relation=instruction.msg_id, priority=Priority.P2)
+            continue
+        ids = [r.source_id for r in records]
+        findings = turn.ask(f"State what the passages say that answers: {question}", Findings,
+                            material=passage_items(records), enums={"source_ids": ids})
+        texts = turn.source_texts()
+        said = {m.body.content for m in turn.own_messages()}
+        for finding in findings.findings:
+            claim = Claim(text=" ".join(finding.claim.split()), source_ids=list(dict.fromkeys(finding.source_ids)))
+            if claim_problems(claim, texts):
+                fact = closest_fact(claim, [f for f in turn.all_facts() if f.source_id in ids], texts)
+                turn.ctx.log.event("claim_rejected", agent="searcher", round=turn.round, claim=claim.text,
+                                   replaced_by=fact.fact_id if fact else None)
+                if fact is None:
+                    continue
+                claim = Claim(text=fact.text, source_ids=[fact.source_id])
+            if claim.text in said:
+                continue
+            said.add(claim.text)
+            turn.publish(MsgType.CONCLUSION, claim.text, references=claim.source_ids, relation=instruction.msg_id,
+                         structured={"question": question}, priority=Priority.P1)
+        turn.note(f"searched: {question} -> {len(records)} source(s)")
+
+
+def _with_path(turn: Turn, record: SourceRecord) -> SourceRecord:
+    doc = turn.ctx.index.document(record.source_id) if turn.ctx.index else None
+    return record.model_copy(update={"path": doc.path, "title": doc.title}) if doc else record
+
+
+ROLE = Role(
+    name="searcher",
+    prompt="searcher.md",
+    subscriptions=(Subscription(msg_type=MsgType.INSTRUCTION, senders=("planner",)),),
+    publications=(MsgType.CONCLUSION,),
+    output_schema=Findings,
+    step=step,
+    tools=("local_search", "read_source"),
+    order=20,
+    budget_tokens=5000,
+    description="searches the corpus and reports sourced conclusions",
+)

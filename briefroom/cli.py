@@ -1,0 +1,165 @@
+"""The `briefroom` command: parse, call the library, print. Errors are one line."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import typer
+from rich.console import Console
+
+from briefroom.config import Settings, parse_role_models
+from briefroom.errors import BriefroomError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="briefroom: a team of LLM agents that writes cited research reports.")
+err = Console(stderr=True, highlight=False)
+stdout = Console(highlight=False)
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def _progress(quiet: bool):
+    def show(round: int, agent: str, step: str) -> None:
+        if not quiet:
+            err.print(f"[dim]round {round} · {agent} · {step}[/]")
+    return show
+
+
+def _settings(**overrides) -> Settings:
+    return Settings.from_env(**overrides)
+
+
+DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="index and memory stores "
+                                                 "(env BRIEFROOM_DATA_DIR; default ~/.local/share/briefroom)")]
+
+
+@app.command()
+def research(
+    question: Annotated[str, typer.Argument(help="the research question")],
+    corpus: Annotated[list[Path], typer.Option("--corpus", "-c", help="folder of documents (repeatable)")] = [],
+    model: Annotated[Optional[str], typer.Option(help="'test', 'embedded', or a model on your endpoint")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")] = None,
+    role_model: Annotated[list[str], typer.Option("--role-model", help="per-role model, ROLE=MODEL")] = [],
+    rounds: Annotated[int, typer.Option(min=1, max=20, help="maximum rounds")] = 3,
+    out: Annotated[Optional[Path], typer.Option(help="run directory (default runs/<time>-<slug>)")] = None,
+    record: Annotated[Optional[Path], typer.Option(help="also save this run as a replayable scenario")] = None,
+    roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="folder of extra role files")] = [],
+    structured: Annotated[Optional[str], typer.Option(help="auto|json_schema|json_object|json_object_schema")] = None,
+    data_dir: DataDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary instead of the report")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
+) -> None:
+    """Research QUESTION over your documents and write a cited report."""
+    from briefroom.run import ResearchRequest, run_research
+
+    try:
+        settings = _settings(model=model, base_url=base_url, role_models=parse_role_models(role_model),
+                             rounds=rounds, data_dir=data_dir, structured=structured)
+        result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
+                                              roles_dirs=list(roles_dir)), settings, progress=_progress(quiet))
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        stdout.print_json(json.dumps({"run_dir": str(result.run_dir), "report": str(result.run_dir / "report.md"),
+                                   "models": sorted(result.labels),
+                                   "cited": list(result.state["report"].cited_sources)}))
+    else:
+        sys.stdout.write(result.report)
+        err.print(f"[green]report:[/] {result.run_dir / 'report.md'}  (models: {', '.join(sorted(result.labels))})")
+
+
+@app.command()
+def index(folders: Annotated[list[Path], typer.Argument(help="folders of documents")], data_dir: DataDir = None) -> None:
+    """Index FOLDERS so later research runs start without embedding."""
+    from briefroom.corpus.embeddings import make_embedder
+    from briefroom.corpus.index import CorpusIndex
+
+    try:
+        settings = _settings(data_dir=data_dir)
+        idx = CorpusIndex(settings.data_dir, make_embedder(settings.embedder))
+        stats = idx.sync(list(folders))
+        idx.close()
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    stdout.print(f"{stats.documents} documents ({stats.reused_documents} already indexed), "
+              f"{stats.embedded_chunks} chunks embedded, in {settings.data_dir}")
+
+
+@app.command()
+def replay(
+    scenario_dir: Annotated[Path, typer.Argument(help="a scenario folder (scenario.yaml, corpus/, cassette.jsonl)")],
+    check: Annotated[bool, typer.Option("--check", help="exit 1 unless the recorded report is reproduced")] = False,
+    out: Annotated[Optional[Path], typer.Option(help="run directory for the replay")] = None,
+    data_dir: DataDir = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Re-run a recorded scenario with its recorded model responses (no model needed)."""
+    from briefroom.models.cassette import Cassette, ReplayDivergence
+    from briefroom.run import ResearchRequest, run_research
+    from briefroom.scenario import Scenario, report_diff
+
+    try:
+        scenario = Scenario.load(scenario_dir)
+        cassette = Cassette.load(scenario_dir)
+        settings = _settings(data_dir=data_dir, rounds=scenario.rounds, max_revisions=scenario.max_revisions,
+                             model="test")
+        run_dir = out or Path(tempfile.mkdtemp(prefix=f"briefroom-replay-{scenario.name}-"))
+        request = ResearchRequest(question=scenario.question, corpus=[scenario.corpus_dir(scenario_dir)],
+                                  out=run_dir, constraints=scenario.constraints,
+                                  acceptance_criteria=scenario.acceptance_criteria, cassette=cassette,
+                                  replay_label=scenario.recorded_with)
+        result = run_research(request, settings, progress=_progress(quiet))
+    except ReplayDivergence as exc:
+        err.print(exc.diff, markup=False)
+        raise _fail(str(exc)) from None
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    expected_path = scenario_dir / "report.md"
+    expected = expected_path.read_text(encoding="utf-8") if expected_path.is_file() else None
+    if check:
+        if expected is None:
+            raise _fail(f"no recorded report.md in {scenario_dir}")
+        if result.report != expected:
+            err.print(report_diff(expected, result.report), markup=False)
+            raise _fail("replayed report differs from the recorded one")
+        if cassette.unused():
+            raise _fail(f"{cassette.unused()} recorded call(s) were never replayed")
+        err.print(f"[green]ok:[/] {scenario.name} reproduced its recorded report ({len(cassette.entries)} calls)")
+    else:
+        sys.stdout.write(result.report)
+    err.print(f"run directory: {result.run_dir}")
+
+
+def main() -> None:
+    # SIGTERM ends the run like Ctrl-C does, so context managers stop the model server.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        app(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:  # bad flags, missing arguments: click's own message
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        err.print("interrupted; the run directory keeps everything done so far")
+        sys.exit(130)
+    except BriefroomError as exc:
+        _fail(str(exc))
+        sys.exit(1)
+    except Exception as exc:  # a bug: still one line for the user; the run log has the details
+        err.print(f"[bold red]error:[/] internal error: {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+                  " (details in the run directory's run.jsonl)", soft_wrap=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Settings: flags override env (BRIEFROOM_*, OPENAI_*), which override defaults."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from briefroom.errors import ConfigError
+
+STRUCTURED_MODES = ("auto", "json_schema", "json_object", "json_object_schema")
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "briefroom"
+
+
+class Settings(BaseModel):
+    model: str | None = Field(default=None, description="'test', 'embedded', or a model name on the endpoint")
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    role_models: dict[str, str] = Field(default_factory=dict, description="per-role model overrides")
+    structured: str = "auto"
+    data_dir: Path = Field(default_factory=default_data_dir)
+    embedder: str = "local"
+    rounds: int = Field(default=3, ge=1, le=20)
+    max_revisions: int = Field(default=2, ge=0, le=5)
+    context_window: int | None = None
+    temperature: float = 0.0
+    request_timeout: float = 120.0
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> "Settings":
+        env = dict(os.environ if env is None else env)
+        values: dict[str, object] = {}
+        pick = {
+            "model": ("BRIEFROOM_MODEL",),
+            "base_url": ("BRIEFROOM_BASE_URL", "OPENAI_BASE_URL"),
+            "api_key": ("BRIEFROOM_API_KEY", "OPENAI_API_KEY"),
+            "structured": ("BRIEFROOM_STRUCTURED",),
+            "data_dir": ("BRIEFROOM_DATA_DIR",),
+            "embedder": ("BRIEFROOM_EMBEDDER",),
+        }
+        for field, names in pick.items():
+            for name in names:
+                if env.get(name):
+                    values[field] = env[name]
+                    break
+        role_models = {key[len("BRIEFROOM_MODEL_"):].lower(): value for key, value in env.items()
+                       if key.startswith("BRIEFROOM_MODEL_") and value}
+        if role_models:
+            values["role_models"] = role_models
+        for key, value in overrides.items():
+            if value is None:
+                continue
+            if key == "role_models":
+                values["role_models"] = {**values.get("role_models", {}), **value}  # type: ignore[dict-item]
+            else:
+                values[key] = value
+        settings = cls.model_validate(values)
+        if settings.structured not in STRUCTURED_MODES:
+            raise ConfigError(f"--structured must be one of {', '.join(STRUCTURED_MODES)}")
+        return settings
+
+    def model_for(self, role: str) -> str | None:
+        return self.role_models.get(role, self.model)
+
+
+def parse_role_models(pairs: list[str]) -> dict[str, str]:
+    """`--role-model writer=gpt-4o` pairs into a dict, with a clear error for typos."""
+    out = {}
+    for pair in pairs:
+        role, sep, model = pair.partition("=")
+        if not sep or not role.strip() or not model.strip():
+            raise ConfigError(f"--role-model expects ROLE=MODEL, got {pair!r}")
+        out[role.strip().lower()] = model.strip()
+    return out

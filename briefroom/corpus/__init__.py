@@ -1,0 +1,1 @@
+"""Documents on disk -> chunks -> embeddings -> a chromadb index the Searcher queries."""

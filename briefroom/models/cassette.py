@@ -1,0 +1,129 @@
+"""Cassettes: recorded model responses, so a scenario replays with no model at all.
+
+Every model call is keyed by role and its sequence number within that role. On replay
+the prompt about to be sent must equal the recorded one; the first one that differs
+stops the replay with a unified diff, because everything after it is meaningless.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from briefroom.errors import BriefroomError, ConfigError
+
+CASSETTE_FILE = "cassette.jsonl"
+
+
+class ReplayDivergence(BriefroomError):
+    def __init__(self, message: str, diff: str = ""):
+        super().__init__(message)
+        self.diff = diff
+
+
+def serialize_messages(messages: list[BaseMessage]) -> list[dict[str, Any]]:
+    out = []
+    for m in messages:
+        item: dict[str, Any] = {"type": m.type, "content": m.content}
+        if isinstance(m, AIMessage) and m.tool_calls:
+            item["tool_calls"] = [{"name": tc["name"], "args": tc["args"], "id": tc["id"]} for tc in m.tool_calls]
+        if isinstance(m, ToolMessage):
+            item["tool_call_id"] = m.tool_call_id
+        out.append(item)
+    return out
+
+
+def prompt_hash(messages: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def render_prompt(messages: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for m in messages:
+        lines.append(f"=== {m['type']} ===")
+        lines.extend(str(m["content"]).splitlines())
+        for tc in m.get("tool_calls", []):
+            lines.append(f"[tool_call {tc['name']} {json.dumps(tc['args'], sort_keys=True)}]")
+    return lines
+
+
+class Cassette:
+    """Entries in call order; appended while recording, consumed per role on replay."""
+
+    def __init__(self, entries: list[dict[str, Any]] | None = None):
+        self.entries = entries or []
+        self._cursor: dict[str, int] = {}
+
+    @classmethod
+    def load(cls, directory: Path) -> "Cassette":
+        path = directory / CASSETTE_FILE
+        if not path.is_file():
+            raise ConfigError(f"no {CASSETTE_FILE} in {directory}")
+        entries = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                entries.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{path}:{n}: not valid JSON ({exc.msg})") from exc
+        return cls(entries)
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        with open(directory / CASSETTE_FILE, "w", encoding="utf-8") as fh:
+            for entry in self.entries:
+                fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+    def record(self, role: str, messages: list[dict[str, Any]], response: AIMessage) -> None:
+        seq = sum(1 for e in self.entries if e["role"] == role)
+        self.entries.append({"role": role, "seq": seq, "prompt_sha": prompt_hash(messages), "messages": messages,
+                             "response": serialize_messages([response])[0]})
+
+    def next_for(self, role: str, messages: list[dict[str, Any]]) -> AIMessage:
+        seq = self._cursor.get(role, 0)
+        recorded = [e for e in self.entries if e["role"] == role]
+        if seq >= len(recorded):
+            raise ReplayDivergence(f"replay diverged: {role} made call #{seq + 1}, the cassette has only "
+                                   f"{len(recorded)} for it")
+        entry = recorded[seq]
+        if entry["prompt_sha"] != prompt_hash(messages):
+            diff = "\n".join(difflib.unified_diff(render_prompt(entry["messages"]), render_prompt(messages),
+                                                  fromfile=f"recorded {role} call #{seq + 1}",
+                                                  tofile=f"replayed {role} call #{seq + 1}", lineterm="", n=2))
+            raise ReplayDivergence(f"replay diverged at {role} call #{seq + 1}: the prompt differs from the recording",
+                                   diff)
+        self._cursor[role] = seq + 1
+        r = entry["response"]
+        return AIMessage(content=r.get("content", ""),
+                         tool_calls=[{"name": t["name"], "args": t["args"], "id": t["id"], "type": "tool_call"}
+                                     for t in r.get("tool_calls", [])])
+
+    def unused(self) -> int:
+        return len(self.entries) - sum(self._cursor.values())
+
+
+class CassetteChatModel(BaseChatModel):
+    """Serves one role's recorded responses; checks each prompt against the recording."""
+
+    cassette: Any
+    role: str
+
+    @property
+    def _llm_type(self) -> str:
+        return "briefroom-cassette"
+
+    def bind_tools(self, tools: list[Any], **kwargs: Any):  # type: ignore[override]
+        return self.bind(tools=tools, **kwargs)
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        message = self.cassette.next_for(self.role, serialize_messages(messages))
+        return ChatResult(generations=[ChatGeneration(message=message)])

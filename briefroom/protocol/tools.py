@@ -1,0 +1,129 @@
+"""Typed tools: pydantic arguments and results, OpenAI tool definitions, one runner.
+
+A model's tool call is validated against the argument model before anything runs; a
+tool that raises becomes an EngineeringFailure payload the model can read. Either way
+the result goes back with its own tool_call_id, through the envelope.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field, ValidationError
+
+from briefroom.corpus.index import CorpusIndex
+from briefroom.errors import EngineeringFailure
+
+SOURCE_ID_PATTERN = r"^S[0-9a-f]{8}$"
+# Fixed rather than a model-chosen argument: small models ask for one passage.
+SEARCH_RESULTS = 4
+
+
+class LocalSearchArgs(BaseModel):
+    query: str = Field(min_length=2, max_length=400, description="what to look for, in plain words",
+                       json_schema_extra={"x-fill": "task"})
+
+
+class SearchHit(BaseModel):
+    source_id: str
+    chunk_id: str
+    title: str
+    start: int
+    end: int
+    text: str
+    score: float
+
+
+class LocalSearchResult(BaseModel):
+    hits: list[SearchHit]
+
+
+class ReadSourceArgs(BaseModel):
+    source_id: str = Field(pattern=SOURCE_ID_PATTERN, description="id of a source seen in search results",
+                           json_schema_extra={"x-fill": "source_id"})
+
+
+class ReadSourceResult(BaseModel):
+    source_id: str
+    title: str
+    path: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    result_model: type[BaseModel]
+    run: Callable[[BaseModel], BaseModel]
+
+    def definition(self) -> dict:
+        """OpenAI function-tool definition (what `bind_tools` and the prompt show)."""
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": schema}}
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What one tool call produced: a validated result or a structured error."""
+
+    call_id: str
+    tool: str
+    args: dict
+    result: BaseModel | None
+    error: dict | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def corpus_tools(index: CorpusIndex) -> dict[str, Tool]:
+    def local_search(args: BaseModel) -> BaseModel:
+        assert isinstance(args, LocalSearchArgs)
+        hits = index.search(args.query, SEARCH_RESULTS)
+        return LocalSearchResult(hits=[SearchHit(source_id=h.source_id, chunk_id=h.chunk_id, title=h.title,
+                                                 start=h.start, end=h.end, text=h.text, score=h.score)
+                                       for h in hits])
+
+    def read_source(args: BaseModel) -> BaseModel:
+        assert isinstance(args, ReadSourceArgs)
+        doc = index.document(args.source_id)
+        if doc is None or args.source_id not in index.scope:
+            raise EngineeringFailure(f"no source {args.source_id} in this run's corpus", tool="read_source")
+        return ReadSourceResult(source_id=doc.source_id, title=doc.title, path=doc.path, text=doc.text)
+
+    return {
+        "local_search": Tool("local_search", "Search the research corpus; returns the most relevant passages.",
+                             LocalSearchArgs, LocalSearchResult, local_search),
+        "read_source": Tool("read_source", "Read a whole source document by its id.",
+                            ReadSourceArgs, ReadSourceResult, read_source),
+    }
+
+
+def run_tool(tool: Tool, call_id: str, raw_args: dict | str) -> ToolOutcome:
+    """Validate arguments, run the tool, validate its result; never raises."""
+    try:
+        args_dict = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
+        args = tool.args_model.model_validate(args_dict)
+    except (ValidationError, json.JSONDecodeError, TypeError) as exc:
+        return ToolOutcome(call_id, tool.name, {"raw": str(raw_args)[:500]}, None,
+                           {"error": "contract_error", "tool": tool.name,
+                            "message": f"arguments do not match the schema: {_short(exc)}"})
+    try:
+        result = tool.result_model.model_validate(tool.run(args).model_dump())
+    except EngineeringFailure as exc:
+        return ToolOutcome(call_id, tool.name, args.model_dump(), None, exc.payload())
+    except Exception as exc:  # a tool bug must not kill the run; it is reported
+        failure = EngineeringFailure(f"{type(exc).__name__}: {exc}", tool=tool.name)
+        return ToolOutcome(call_id, tool.name, args.model_dump(), None, failure.payload())
+    return ToolOutcome(call_id, tool.name, args.model_dump(), result, None)
+
+
+def _short(exc: Exception) -> str:
+    return str(exc).replace("\n", " ")[:300]

@@ -1,0 +1,160 @@
+"""Deterministic report checks, run by the Critic before any model opinion.
+
+1. Every [n] resolves to a source retrieved in this run.
+2. Every number in a cited sentence appears in at least one of its cited sources.
+A claim that fails and cannot be fixed is replaced by the verified fact it was about,
+quoted with its citation, or dropped; each repair is recorded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from briefroom.graph.state import Fact
+from briefroom.protocol.summarizer import numbers_in, sentences
+from briefroom.report.draft import Claim, ReportDraft
+
+_CITATION = re.compile(r"\[(\d+)\]")
+_WORD = re.compile(r"[a-z]{3,}")
+_STOPWORDS = frozenset(
+    "the and for with that this from what who how are was were has have had its their into than which while "
+    "about more most over under also been being can could will would should may might not but all any each "
+    "other such only own same too very just there these those then they them our you your his her she him".split())
+# A claim must share at least this fraction of its content words with ONE sentence of a
+# cited source. Faithful paraphrase clears it; fluff ("this report presents a detailed
+# analysis") and words stitched together from different sentences do not.
+GROUNDING_THRESHOLD = 0.6
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
+
+
+@lru_cache(maxsize=256)
+def _sentence_words(text: str) -> tuple[frozenset[str], ...]:
+    return tuple(frozenset(content_words(s)) for s in sentences(text))
+
+
+def grounding(claim_text: str, source_text: str) -> float:
+    """Best share of the claim's content words found together in one source sentence."""
+    words = content_words(claim_text)
+    if not words:
+        return 1.0
+    return max((len(words & sw) / len(words) for sw in _sentence_words(source_text)), default=0.0)
+_SOURCE_LINE = re.compile(r"^\[(\d+)\].*\(source `([^`]+)`\)\s*$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # unresolved_citation | unsupported_number | ungrounded_claim | not_a_statement | uncited_claim
+    where: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.kind}: {self.detail} — in: {self.where[:160]}"
+
+
+def claim_problems(claim: Claim, source_texts: dict[str, str]) -> list[Problem]:
+    problems = []
+    known = [sid for sid in claim.source_ids if sid in source_texts]
+    for sid in claim.source_ids:
+        if sid not in source_texts:
+            problems.append(Problem("unresolved_citation", claim.text, f"source {sid} was not retrieved in this run"))
+    if not claim.source_ids:
+        problems.append(Problem("uncited_claim", claim.text, "claim has no source"))
+    if claim.text.rstrip(" ”\"'").endswith("?"):
+        problems.append(Problem("not_a_statement", claim.text, "a question is not a finding"))
+    if known and len(content_words(claim.text)) >= 3:
+        best = max(grounding(claim.text, source_texts[sid]) for sid in known)
+        if best < GROUNDING_THRESHOLD:
+            problems.append(Problem("ungrounded_claim", claim.text,
+                                    f"at most {best:.0%} of its content words appear in any one sentence of "
+                                    f"cited source(s) {', '.join(known)}"))
+    cited_numbers = {n for sid in known for n in numbers_in(source_texts[sid])}
+    for number in numbers_in(claim.text):
+        if known and number not in cited_numbers:
+            problems.append(Problem("unsupported_number", claim.text,
+                                    f"{number} does not appear in cited source(s) {', '.join(known)}"))
+    return problems
+
+
+def draft_problems(draft: ReportDraft, source_texts: dict[str, str]) -> list[Problem]:
+    return [p for claim in draft.claims() for p in claim_problems(claim, source_texts)]
+
+
+def markdown_problems(markdown: str, source_texts: dict[str, str]) -> list[Problem]:
+    """The same checks on a finished Markdown report (what ships is what is checked)."""
+    body, _, sources_part = markdown.partition("\n## Sources\n")
+    mapping = {}
+    for line in sources_part.splitlines():
+        m = _SOURCE_LINE.match(line.strip())
+        if m:
+            mapping[m.group(1)] = m.group(2)
+    problems = []
+    for line in body.splitlines():
+        cited = _CITATION.findall(line)
+        if not cited:
+            continue
+        text = _CITATION.sub("", line).lstrip("- ").strip()
+        ids = []
+        for n in cited:
+            sid = mapping.get(n)
+            if sid is None or sid not in source_texts:
+                problems.append(Problem("unresolved_citation", text, f"[{n}] does not resolve to a retrieved source"))
+            else:
+                ids.append(sid)
+        if ids:
+            problems += [p for p in claim_problems(Claim(text=text, source_ids=ids), source_texts)
+                         if p.kind == "unsupported_number"]
+    return problems
+
+
+def repair_draft(draft: ReportDraft, source_texts: dict[str, str], facts: list[Fact],
+                 question: str = "") -> tuple[ReportDraft, list[str]]:
+    """Replace or drop every failing claim; returns the repaired draft and a log line per repair.
+
+    The short answer is matched against the question as well as its own words: when a
+    model's answer is fluff, the fact closest to what was asked is the honest stand-in.
+    """
+    log: list[str] = []
+
+    def fix(claim: Claim, context: str = "") -> Claim | None:
+        if not claim_problems(claim, source_texts):
+            return claim
+        probe = Claim.model_construct(text=f"{claim.text} {context}", source_ids=claim.source_ids)
+        fact = closest_fact(probe, facts, source_texts)
+        if fact is not None:
+            log.append(f"replaced unsupported claim {claim.text!r} with verified fact {fact.fact_id}")
+            return Claim(text=f"“{fact.text}”", source_ids=[fact.source_id])
+        log.append(f"dropped unsupported claim {claim.text!r}")
+        return None
+
+    short = fix(draft.short_answer, question) or Claim(
+        text="The sources retrieved in this run do not support a reliable short answer.", source_ids=["-"])
+    figures = [c for c in (fix(c) for c in draft.key_figures) if c is not None]
+    sections = []
+    for section in draft.sections:
+        claims = [c for c in (fix(c) for c in section.claims) if c is not None]
+        if claims:
+            sections.append(section.model_copy(update={"claims": claims}))
+    if not sections:
+        sections = [draft.sections[0].model_copy(update={"claims": [short]})]
+    if short.source_ids == ["-"]:
+        short = Claim.model_construct(text=short.text, source_ids=[])
+    return draft.model_copy(update={"short_answer": short, "sections": sections, "key_figures": figures}), log
+
+
+def closest_fact(claim: Claim, facts: list[Fact], source_texts: dict[str, str]) -> Fact | None:
+    """The retrieved fact sharing most words with the claim, preferring its cited sources."""
+    words = content_words(claim.text)
+    best, best_score = None, 0.0
+    for fact in facts:
+        if fact.source_id not in source_texts:
+            continue
+        overlap = len(words & content_words(fact.text))
+        score = overlap + (0.5 if fact.source_id in claim.source_ids else 0.0)
+        if overlap >= 2 and score > best_score:
+            best, best_score = fact, score
+    return best

@@ -1,0 +1,82 @@
+"""ReportDraft (what the Writer produces) and its rendering to cited Markdown.
+
+The Writer states claims, each with the source ids that back it; numbering the
+citations and building the Sources list is bookkeeping, done here in code, so a
+small model cannot get the numbering wrong.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from briefroom.graph.state import SourceRecord
+
+KEY_FIGURES_HEADING = "Key figures (quoted verbatim from the sources)"
+
+
+class Claim(BaseModel):
+    text: str = Field(min_length=3, description="one sentence; numbers exactly as in the sources",
+                      json_schema_extra={"x-fill": "evidence.text"})
+    source_ids: list[str] = Field(min_length=1, max_length=3, description="ids of the sources backing it",
+                                  json_schema_extra={"x-fill": "evidence.refs"})
+
+
+class DraftSection(BaseModel):
+    heading: str = Field(min_length=2, json_schema_extra={"x-fill": "heading"})
+    claims: list[Claim] = Field(min_length=1, max_length=6)
+
+
+class WriterDraft(BaseModel):
+    """What the Writer's model is asked for."""
+
+    title: str = Field(min_length=3, json_schema_extra={"x-fill": "title"})
+    short_answer: Claim
+    sections: list[DraftSection] = Field(min_length=1, max_length=4)
+
+
+class ReportDraft(WriterDraft):
+    """The model's draft plus what the team adds in code: verbatim key figures."""
+
+    key_figures: list[Claim] = Field(default_factory=list)
+
+    def claims(self) -> list[Claim]:
+        return [self.short_answer, *(c for s in self.sections for c in s.claims), *self.key_figures]
+
+
+def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer: str = "") -> tuple[str, list[str]]:
+    """Markdown with [n] citations numbered by first use; returns (markdown, ids by n)."""
+    order: list[str] = []
+
+    def cite(claim: Claim) -> str:
+        marks = []
+        for sid in dict.fromkeys(claim.source_ids):
+            if sid not in order:
+                order.append(sid)
+            marks.append(f"[{order.index(sid) + 1}]")
+        text = claim.text.strip()
+        return f"{text} {''.join(marks)}" if marks else text
+
+    lines = [f"# {draft.title.strip()}", "", "## Short answer", "", cite(draft.short_answer), ""]
+    written = {draft.short_answer.text.strip()}
+    for section in draft.sections:
+        # Models repeat themselves; a claim already made is not made again.
+        fresh = [c for c in section.claims if c.text.strip() not in written and not written.add(c.text.strip())]
+        if not fresh:
+            continue
+        lines += [f"## {section.heading.strip()}", ""]
+        lines += [f"- {cite(claim)}" for claim in fresh]
+        lines.append("")
+    if draft.key_figures:
+        lines += [f"## {KEY_FIGURES_HEADING}", ""]
+        lines += [f"- {cite(claim)}" for claim in draft.key_figures]
+        lines.append("")
+    lines += ["## Sources", ""]
+    for n, sid in enumerate(order, start=1):
+        record = sources.get(sid)
+        if record is None:
+            lines.append(f"[{n}] (unknown source) `{sid}`")
+        else:
+            lines.append(f"[{n}] {record.title} — `{record.path}` (source `{sid}`)")
+    if footer:
+        lines += ["", "---", "", footer]
+    return "\n".join(lines).rstrip() + "\n", order

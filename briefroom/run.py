@@ -1,0 +1,164 @@
+"""One research run, start to finish: the library entry point the CLI calls.
+
+settings -> charter -> corpus index -> models -> graph.invoke -> run directory.
+Whatever happens, the run directory keeps what was done: the run log is flushed per
+line and the LangGraph checkpoint holds the state after every node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from briefroom.agents.base import Role
+from briefroom.agents.context import RunContext
+from briefroom.agents.registry import bus_for, discover
+from briefroom.config import Settings
+from briefroom.corpus.embeddings import make_embedder
+from briefroom.corpus.index import CorpusIndex
+from briefroom.errors import BriefroomError, ConfigError
+from briefroom.graph.builder import build_graph
+from briefroom.graph.state import AgentState, Charter
+from briefroom.llm import ModelPool, build_pool, needs_embedded_server
+from briefroom.models.cassette import Cassette
+from briefroom.models.embedded import EmbeddedServer
+from briefroom.protocol.budget import TokenCounter
+from briefroom.protocol.messages import MsgType, Priority, make_message
+from briefroom.runlog import RunLog
+
+DEFAULT_CRITERIA = (
+    "Every [n] citation resolves to a source retrieved in this run.",
+    "Every number in a cited sentence appears in one of its cited sources.",
+    "The report opens with a short answer to the question, with a citation.",
+)
+
+
+@dataclass
+class ResearchRequest:
+    question: str
+    corpus: list[Path]
+    out: Path | None = None
+    constraints: list[str] = field(default_factory=list)
+    acceptance_criteria: list[str] = field(default_factory=list)
+    roles_dirs: list[Path] = field(default_factory=list)
+    record: Path | None = None
+    cassette: Cassette | None = None
+    replay_label: str | None = None
+    models: ModelPool | None = None  # bring your own LangChain chat models (tests, library use)
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    report: str
+    state: AgentState
+    labels: set[str]
+    events: list[dict[str, Any]]
+
+
+def slugify(text: str, limit: int = 40) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-") or "run"
+
+
+def default_run_dir(question: str) -> Path:
+    return Path("runs") / f"{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}-{slugify(question)}"
+
+
+def make_charter(request: ResearchRequest, settings: Settings, roles: list[Role]) -> Charter:
+    return Charter(goal=" ".join(request.question.split()),
+                   acceptance_criteria=tuple(DEFAULT_CRITERIA) + tuple(request.acceptance_criteria),
+                   constraints=tuple(request.constraints), roles=tuple(r.name for r in roles),
+                   max_rounds=settings.rounds, max_revisions=settings.max_revisions)
+
+
+def initial_state(charter: Charter) -> AgentState:
+    ask = make_message(sender="user", msg_type=MsgType.INSTRUCTION, receiver="planner", content=charter.goal,
+                       round=1, seq=0, priority=Priority.P0, ttl_rounds=charter.max_rounds)
+    return AgentState(charter=charter, round=1, whiteboard=[ask], revisions=0, done=False, report=None)
+
+
+def run_research(request: ResearchRequest, settings: Settings,
+                 progress: Callable[[int, str, str], None] | None = None) -> RunResult:
+    if not request.question.strip():
+        raise ConfigError("the question is empty")
+    if not request.corpus:
+        raise ConfigError("no corpus: pass --corpus DIR (a folder of md, txt, html or pdf files)")
+    run_dir = request.out or default_run_dir(request.question)
+    if (run_dir / "report.md").exists() or (run_dir / "run.jsonl").exists():
+        raise ConfigError(f"{run_dir} already holds a run; choose another --out")
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    roles = discover(request.roles_dirs)
+    bus = bus_for(roles)
+    charter = make_charter(request, settings, roles)
+    (run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    log = RunLog(run_dir / "run.jsonl")
+    recorder = Cassette() if request.record else None
+    index: CorpusIndex | None = None
+    try:
+        log.event("run_start", question=charter.goal, rounds=charter.max_rounds, roles=[r.name for r in roles],
+                  corpus=[str(p) for p in request.corpus])
+        if progress:
+            progress(0, "index", "indexing corpus")
+        started = time.perf_counter()
+        index = CorpusIndex(settings.data_dir, make_embedder(settings.embedder))
+        stats = index.sync(request.corpus)
+        log.event("index", documents=stats.documents, embedded_chunks=stats.embedded_chunks,
+                  reused_documents=stats.reused_documents, seconds=round(time.perf_counter() - started, 3))
+        if stats.documents == 0:
+            raise ConfigError(f"no readable documents (md, txt, html, pdf) in {', '.join(map(str, request.corpus))}")
+        names = [r.name for r in roles]
+        with contextlib.ExitStack() as stack:
+            embedded_url = None
+            if request.models is None and request.cassette is None and needs_embedded_server(settings, names):
+                if progress:
+                    progress(0, "model", "starting the embedded llama.cpp server")
+                server = stack.enter_context(EmbeddedServer(log_path=run_dir / "llama-server.log"))
+                embedded_url = server.base_url
+            pool = request.models or build_pool(settings, names, embedded_base_url=embedded_url,
+                                                cassette=request.cassette, recorder=recorder)
+            if request.replay_label:
+                for handle in pool.handles.values():
+                    handle.label = request.replay_label
+            log.event("models", handles={n: {"provider": h.provider, "model": h.model_name, "label": h.label}
+                                         for n, h in pool.handles.items()})
+            from briefroom.protocol.tools import corpus_tools
+
+            ctx = RunContext(bus=bus, models=pool, counter=TokenCounter(), log=log, tools=corpus_tools(index),
+                             index=index, progress=progress or (lambda *_: None))
+            saver = stack.enter_context(SqliteSaver.from_conn_string(str(run_dir / "checkpoints.sqlite")))
+            graph = build_graph(roles, bus, checkpointer=saver)
+            config = {"configurable": {"thread_id": run_dir.name}, "recursion_limit": 60 * charter.max_rounds}
+            state = graph.invoke(initial_state(charter), config=config, context=ctx)
+        report = state.get("report")
+        if report is None:
+            raise BriefroomError("the run ended without a report (see run.jsonl)")
+        (run_dir / "report.md").write_text(report.markdown, encoding="utf-8")
+        all_sources = {sid: rec.model_dump(mode="json") for sid, rec in state.get("sources", {}).items()}
+        (run_dir / "sources.json").write_text(json.dumps({"cited": list(report.cited_sources), "sources": all_sources},
+                                                         indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        log.event("run_end", accepted=report.accepted, repairs=len(report.repairs), rounds=state.get("round"),
+                  cited=list(report.cited_sources))
+        if recorder is not None and request.record is not None:
+            from briefroom.scenario import write_scenario
+
+            write_scenario(request.record, request, settings, charter, recorder, report.markdown,
+                           label=" / ".join(sorted(pool.labels)))
+        return RunResult(run_dir, report.markdown, state, pool.labels, log.events)
+    except BaseException as exc:
+        log.event("error", kind=type(exc).__name__, message=str(exc)[:1000],
+                  traceback=traceback.format_exc(limit=12)[-4000:])
+        raise
+    finally:
+        log.close()
+        if index is not None:
+            index.close()

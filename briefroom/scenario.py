@@ -1,0 +1,88 @@
+"""Scenarios: a question, a corpus, expectations and a cassette, replayable offline.
+
+`scenarios/<name>/scenario.yaml` + `corpus/` + `cassette.jsonl` + `report.md` (the
+report the recorded run produced). Replaying feeds the recorded responses back; the
+run must send the same prompts and produce the same report.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
+from briefroom.config import Settings
+from briefroom.errors import ConfigError
+from briefroom.graph.state import Charter
+from briefroom.models.cassette import Cassette
+
+SCENARIO_FILE = "scenario.yaml"
+
+
+class ExpectedFact(BaseModel):
+    text: str
+    source: str | None = None
+
+
+class Scenario(BaseModel):
+    name: str
+    question: str
+    corpus: str = "corpus"
+    rounds: int = Field(default=2, ge=1)
+    max_revisions: int = Field(default=2, ge=0)
+    constraints: list[str] = Field(default_factory=list)
+    acceptance_criteria: list[str] = Field(default_factory=list)
+    expected_facts: list[ExpectedFact] = Field(default_factory=list)
+    recorded_with: str | None = None
+
+    @classmethod
+    def load(cls, directory: Path) -> "Scenario":
+        path = directory / SCENARIO_FILE
+        if not path.is_file():
+            raise ConfigError(f"not a scenario folder (no {SCENARIO_FILE}): {directory}")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping of fields")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ConfigError(f"{path}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
+
+    def corpus_dir(self, directory: Path) -> Path:
+        return directory / self.corpus
+
+
+def write_scenario(directory: Path, request, settings: Settings, charter: Charter, cassette: Cassette,
+                   report: str, label: str) -> None:
+    """Save a live run as a scenario (corpus copied, cassette and report written)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    corpus_target = directory / "corpus"
+    sources = [Path(p).resolve() for p in request.corpus]
+    if not (len(sources) == 1 and sources[0] == corpus_target.resolve()):
+        if len(sources) != 1:
+            raise ConfigError("--record supports exactly one --corpus folder")
+        if corpus_target.exists():
+            shutil.rmtree(corpus_target)
+        shutil.copytree(sources[0], corpus_target)
+    name = directory.name
+    existing = Scenario.load(directory) if (directory / SCENARIO_FILE).exists() else None
+    scenario = Scenario(name=name, question=charter.goal, rounds=charter.max_rounds,
+                        max_revisions=charter.max_revisions, constraints=list(charter.constraints),
+                        acceptance_criteria=list(request.acceptance_criteria),
+                        expected_facts=existing.expected_facts if existing else [], recorded_with=label)
+    (directory / SCENARIO_FILE).write_text(yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False,
+                                                          allow_unicode=True, width=100), encoding="utf-8")
+    cassette.save(directory)
+    (directory / "report.md").write_text(report, encoding="utf-8")
+
+
+def report_diff(expected: str, actual: str) -> str:
+    return "\n".join(difflib.unified_diff(expected.splitlines(), actual.splitlines(), "recorded report.md",
+                                          "replayed report.md", lineterm=""))

@@ -1,0 +1,76 @@
+"""Shared fixtures. The autouse guard fails any test that opens a network connection,
+except e2e tests, which may reach loopback (the embedded llama.cpp server) only."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIOS = REPO / "scenarios"
+
+
+class NetworkBlocked(AssertionError):
+    pass
+
+
+def _is_loopback(address) -> bool:
+    host = address[0] if isinstance(address, tuple) else address
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def no_network(request, monkeypatch):
+    allow_loopback = request.node.get_closest_marker("e2e") is not None
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def check(sock, address):
+        if sock.family == socket.AF_UNIX:
+            return
+        if allow_loopback and _is_loopback(address):
+            return
+        raise NetworkBlocked(f"test tried to reach the network: {address!r}")
+
+    def connect(sock, address):
+        check(sock, address)
+        return real_connect(sock, address)
+
+    def connect_ex(sock, address):
+        check(sock, address)
+        return real_connect_ex(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BRIEFROOM_MODEL", "BRIEFROOM_BASE_URL", "BRIEFROOM_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    yield
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory) -> Path:
+    """One index cache for the whole session: embedding the corpus once is enough."""
+    return tmp_path_factory.mktemp("briefroom-data")
+
+
+@pytest.fixture
+def small_corpus(tmp_path) -> Path:
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    (corpus / "market.md").write_text(
+        "# Cloud market\n\nPublic cloud spending will reach 723 billion USD in 2026. "
+        "Azure grew 31% while AWS grew 17%.\n", encoding="utf-8")
+    (corpus / "storage.txt").write_text(
+        "Battery notes\n\nGrid batteries added 92 gigawatts in 2026.\n", encoding="utf-8")
+    (corpus / "page.html").write_text(
+        "<html><head><title>Forecast page</title></head><body><p>Another firm forecasts 680 billion USD "
+        "for 2026.</p><script>var x = 1;</script></body></html>", encoding="utf-8")
+    return corpus

@@ -1,0 +1,58 @@
+"""A scripted chat model per role, for graph tests (never for users).
+
+Each step is an AIMessage, a dict/pydantic model (returned as JSON content), or a
+callable (messages, kwargs) -> AIMessage. Supports `bind_tools` and `response_format`
+through `bind`, records every call, and `assert_done()` fails if steps are left over.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, PrivateAttr
+
+
+class ScriptedChatModel(BaseChatModel):
+    name: str = "scripted"
+    _steps: list[Any] = PrivateAttr(default_factory=list)
+    _calls: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+
+    def __init__(self, steps: list[Any], **kwargs: Any):
+        super().__init__(**kwargs)
+        self._steps = list(steps)
+        self._calls = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        return self._calls
+
+    def bind_tools(self, tools: list[Any], **kwargs: Any):  # type: ignore[override]
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+        self._calls.append({"messages": messages, "kwargs": kwargs})
+        if not self._steps:
+            raise AssertionError(f"{self.name}: called more times than scripted ({len(self._calls)} calls)")
+        step = self._steps.pop(0)
+        if callable(step) and not isinstance(step, (AIMessage, BaseModel)):
+            step = step(messages, kwargs)
+        if isinstance(step, BaseModel) and not isinstance(step, AIMessage):
+            step = AIMessage(content=step.model_dump_json())
+        elif isinstance(step, dict):
+            step = AIMessage(content=json.dumps(step))
+        elif isinstance(step, str):
+            step = AIMessage(content=step)
+        return ChatResult(generations=[ChatGeneration(message=step)])
+
+    def assert_done(self) -> None:
+        if self._steps:
+            raise AssertionError(f"{self.name}: {len(self._steps)} scripted step(s) left over")

@@ -1,0 +1,161 @@
+"""The whole graph with a scripted model per role, real chromadb and real embeddings."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from briefroom.config import Settings
+from briefroom.corpus.documents import load_corpus
+from briefroom.llm import ModelHandle, ModelPool
+from briefroom.report.checks import markdown_problems
+from briefroom.run import ResearchRequest, run_research
+from tests.fakes import ScriptedChatModel
+
+
+def ids_by_title(corpus: Path) -> dict[str, str]:
+    return {d.title: d.source_id for d in load_corpus(corpus)}
+
+
+def enum_of(kwargs, field: str) -> list[str]:
+    text = json.dumps(kwargs["response_format"]["schema"])
+    m = re.search(r'"%s": \{[^{}]*?"enum": (\[[^\]]*\])' % field, text) or \
+        re.search(r'"%s": \{"items": \{[^{}]*?"enum": (\[[^\]]*\])' % field, text)
+    assert m, f"no enum for {field} in schema"
+    return json.loads(m.group(1))
+
+
+def pool_of(scripts: dict[str, list]) -> tuple[ModelPool, dict[str, ScriptedChatModel]]:
+    models = {role: ScriptedChatModel(steps, name=role) for role, steps in scripts.items()}
+    pool = ModelPool({role: ModelHandle(role, "scripted", "scripted", model, "json_object_schema", 32_000,
+                                        label="scripted test model") for role, model in models.items()})
+    return pool, models
+
+
+def events(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "run.jsonl").read_text().splitlines()]
+
+
+def test_full_round_with_scripted_models(small_corpus, data_dir, tmp_path):
+    ids = ids_by_title(small_corpus)
+    market = ids["Cloud market"]
+
+    def findings(messages, kwargs):
+        assert market in enum_of(kwargs, "source_ids")
+        return AIMessage(content=json.dumps({"findings": [
+            {"claim": "Public cloud spending will reach 723 billion USD in 2026.", "source_ids": [market]},
+            {"claim": "Public cloud spending will reach 71.2 billion in 2026.", "source_ids": [market]}]}))
+
+    def review(messages, kwargs):
+        return AIMessage(content=json.dumps({"verdicts": [
+            {"msg_id": i, "verdict": "accept", "reason": "supported"} for i in enum_of(kwargs, "msg_id")]}))
+
+    bad_draft = {"title": "Cloud market 2026", "short_answer": {"text": "It is 999 billion USD.", "source_ids": [market]},
+                 "sections": [{"heading": "Size", "claims": [{"text": "Azure grew 31%.", "source_ids": [market]}]}]}
+    good_draft = {"title": "Cloud market 2026",
+                  "short_answer": {"text": "Spending will reach 723 billion USD in 2026.", "source_ids": [market]},
+                  "sections": [{"heading": "Growth", "claims": [{"text": "Azure grew 31% while AWS grew 17%.",
+                                                                 "source_ids": [market]}]}]}
+
+    def second_draft(messages, kwargs):
+        assert "999 does not appear" in messages[-1].content  # the critique reached the writer
+        return AIMessage(content=json.dumps(good_draft))
+
+    pool, models = pool_of({
+        "planner": [{"subquestions": [{"question": "How big is the 2026 public cloud market?"}]}],
+        "searcher": [AIMessage(content="", tool_calls=[{"name": "local_search", "args": {"query": "cloud market 2026"},
+                                                        "id": "call_1"}]),
+                     AIMessage(content="done"), findings],
+        "critic": [review],
+        "writer": [bad_draft, second_draft],
+    })
+    out = tmp_path / "run"
+    result = run_research(ResearchRequest(question="How big is the 2026 public cloud market?", corpus=[small_corpus],
+                                          out=out, models=pool), Settings(rounds=1, data_dir=data_dir))
+    for model in models.values():
+        model.assert_done()
+    report = (out / "report.md").read_text()
+    assert report == result.report
+    assert "723 billion USD in 2026. [1]" in report and "999" not in report
+    assert f"(source `{market}`)" in report
+    texts = {d.source_id: d.text for d in load_corpus(small_corpus)}
+    assert markdown_problems(report, texts) == []
+    assert json.loads((out / "charter.json").read_text())["max_rounds"] == 1
+    assert market in json.loads((out / "sources.json").read_text())["cited"]
+
+    log = events(out)
+    kinds = {e["event"] for e in log}
+    assert {"llm_call", "bus_message", "tool_call", "tool_result", "round_end", "claim_rejected"} <= kinds
+    calls = [e for e in log if e["event"] == "llm_call"]
+    assert len(calls) == 7
+    for call in calls:
+        assert {"charter", "task", "role"} <= set(call["sections"])
+        assert call["messages"][0]["content"].startswith("## Role")
+    # the paraphrased number never became a conclusion
+    conclusions = [e["message"]["body"]["content"] for e in log if e["event"] == "bus_message"
+                   and e["message"]["header"]["msg_type"] == "conclusion"]
+    assert conclusions and not any("71.2" in c for c in conclusions)
+    # tool results are marked as data and routed back with their call id
+    tool_prompt = models["searcher"].calls[1]["messages"]
+    assert tool_prompt[-1].tool_call_id == "call_1"
+    assert tool_prompt[-1].content.startswith('<data kind="tool_result"')
+
+
+def test_worktables_stay_private(small_corpus, data_dir, tmp_path):
+    out = tmp_path / "run"
+    run_research(ResearchRequest(question="How big is the 2026 public cloud market?", corpus=[small_corpus], out=out),
+                 Settings(model="test", rounds=1, data_dir=data_dir))
+    calls = [e for e in events(out) if e["event"] == "llm_call"]
+    planner_notes = "asked 1 question"
+    for call in calls:
+        text = json.dumps(call["messages"])
+        if call["agent"] != "planner":
+            assert planner_notes not in text
+    assert any(e["event"] == "llm_call" and e["agent"] == "writer" for e in events(out))
+
+
+FIFTH_ROLE = '''
+from pathlib import Path
+from briefroom.agents.base import Role
+from briefroom.protocol.bus import Subscription
+from briefroom.protocol.messages import MsgType
+
+
+def step(turn):
+    for message in turn.unread:
+        turn.note(f"got {message.msg_id} {message.header.msg_type.value} from {message.header.sender}")
+
+
+ROLE = Role(name="factchecker", prompt=Path(__file__).with_name("factchecker.md"),
+            subscriptions=(Subscription(msg_type=MsgType.CONCLUSION, senders=("searcher",)),),
+            publications=(), output_schema=None, step=step, order=35)
+'''
+
+
+def test_fifth_role_from_one_file_gets_exactly_its_subscriptions(small_corpus, data_dir, tmp_path):
+    roles = tmp_path / "roles"
+    roles.mkdir()
+    (roles / "factchecker.py").write_text(FIFTH_ROLE)
+    (roles / "factchecker.md").write_text("You check facts.\n{{data_notice}}\n")
+    out = tmp_path / "run"
+    result = run_research(ResearchRequest(question="How big is the 2026 public cloud market and who grows fastest?",
+                                          corpus=[small_corpus], out=out, roles_dirs=[roles]),
+                          Settings(model="test", rounds=2, data_dir=data_dir))
+    log = events(out)
+    published = [e["message"] for e in log if e["event"] == "bus_message"]
+    expected = [m["header"]["msg_id"] for m in published
+                if m["header"]["msg_type"] == "conclusion" and m["header"]["sender"] == "searcher"]
+    notes = result.state["worktables"]["factchecker"].notes
+    received = [n.split()[1] for n in notes]
+    assert expected and received == expected
+    assert all(" conclusion from searcher" in n for n in notes)
+    for event in log:
+        if event["event"] == "bus_message":
+            in_list = "factchecker" in event["recipients"]
+            assert in_list == (event["message"]["header"]["msg_id"] in expected)
+    assert json.loads((out / "charter.json").read_text())["roles"] == ["planner", "searcher", "critic",
+                                                                        "factchecker", "writer"]

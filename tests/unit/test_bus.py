@@ -1,0 +1,63 @@
+import pytest
+
+from briefroom.protocol.bus import Bus, RoutingError, Subscription
+from briefroom.protocol.messages import MsgType, make_message
+
+
+@pytest.fixture
+def bus():
+    return Bus(
+        {"planner": [Subscription(msg_type=MsgType.CRITIQUE, senders=("critic",))],
+         "critic": [Subscription(msg_type=MsgType.CONCLUSION), Subscription(msg_type=MsgType.REPORT)],
+         "writer": [Subscription(msg_type=MsgType.CONCLUSION, senders=("searcher",)),
+                    Subscription(msg_type=MsgType.CRITIQUE, senders=("critic",))],
+         "searcher": []},
+        {"searcher": [MsgType.CONCLUSION], "critic": [MsgType.CRITIQUE], "writer": [MsgType.REPORT],
+         "planner": [MsgType.INSTRUCTION]},
+    )
+
+
+def m(sender, msg_type, seq, receiver="broadcast", supersedes=None):
+    return make_message(sender=sender, msg_type=msg_type, content=f"{sender}-{seq}", round=1, seq=seq,
+                        receiver=receiver, supersedes=supersedes)
+
+
+def test_broadcast_reaches_every_subscriber_but_the_sender(bus):
+    conclusion = m("searcher", MsgType.CONCLUSION, 0)
+    assert set(bus.recipients(conclusion)) == {"critic", "writer"}
+
+
+def test_direct_message_reaches_only_its_receiver(bus):
+    critique = m("critic", MsgType.CRITIQUE, 1, receiver="writer")
+    assert bus.recipients(critique) == ("writer",)
+
+
+def test_sender_filter(bus):
+    # the writer only takes conclusions from the searcher
+    foreign = m("planner", MsgType.CONCLUSION, 2)
+    assert bus.recipients(foreign) == ("critic",)
+
+
+def test_inbox_hides_superseded_and_unrouted(bus):
+    old = m("searcher", MsgType.CONCLUSION, 0)
+    new = m("searcher", MsgType.CONCLUSION, 1, supersedes=old.msg_id)
+    report = m("writer", MsgType.REPORT, 2, receiver="critic")
+    board = [old, new, report]
+    assert [x.msg_id for x in bus.inbox("writer", board)] == [new.msg_id]
+    assert [x.msg_id for x in bus.inbox("critic", board)] == [new.msg_id, report.msg_id]
+    assert bus.inbox("searcher", board) == []
+
+
+def test_unread_respects_read_cursor(bus):
+    a, b = m("searcher", MsgType.CONCLUSION, 0), m("searcher", MsgType.CONCLUSION, 1)
+    assert [x.msg_id for x in bus.unread("critic", [a, b], [a.msg_id])] == [b.msg_id]
+
+
+def test_publishing_undeclared_type_fails(bus):
+    with pytest.raises(RoutingError, match="does not declare"):
+        bus.check_publish(m("searcher", MsgType.REPORT, 0, receiver="critic"))
+
+
+def test_publishing_to_nobody_fails(bus):
+    with pytest.raises(RoutingError, match="no subscriber"):
+        bus.check_publish(m("critic", MsgType.CRITIQUE, 0, receiver="searcher"))
