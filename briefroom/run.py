@@ -17,7 +17,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 from briefroom.agents.base import Role
 from briefroom.agents.context import RunContext
@@ -27,6 +26,7 @@ from briefroom.corpus.embeddings import make_embedder
 from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import BriefroomError, ConfigError
 from briefroom.graph.builder import build_graph
+from briefroom.graph.checkpoint import open_checkpointer
 from briefroom.graph.state import AgentState, Charter
 from briefroom.llm import ModelPool, build_pool, needs_embedded_server
 from briefroom.models.cassette import Cassette
@@ -135,7 +135,8 @@ def run_research(request: ResearchRequest, settings: Settings,
 
             ctx = RunContext(bus=bus, models=pool, counter=TokenCounter(), log=log, tools=corpus_tools(index),
                              index=index, progress=progress or (lambda *_: None))
-            saver = stack.enter_context(SqliteSaver.from_conn_string(str(run_dir / "checkpoints.sqlite")))
+            saver = open_checkpointer(run_dir / "checkpoints.sqlite")
+            stack.callback(saver.conn.close)
             graph = build_graph(roles, bus, checkpointer=saver)
             config = {"configurable": {"thread_id": run_dir.name}, "recursion_limit": 60 * charter.max_rounds}
             state = graph.invoke(initial_state(charter), config=config, context=ctx)

@@ -15,10 +15,13 @@ from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import MsgType, Priority
 from briefroom.protocol.summarizer import extract_facts
 from briefroom.protocol.tools import LocalSearchArgs, LocalSearchResult, ReadSourceResult, run_tool
-from briefroom.report.checks import claim_problems, closest_fact
+from briefroom.report.checks import claim_problems, closest_fact, content_words
 from briefroom.report.draft import Claim
 
 MAX_INSTRUCTIONS_PER_TURN = 3
+# Besides the model's findings, the passages' most relevant figures travel verbatim: a
+# number copied by code cannot be mis-copied by a model.
+VERBATIM_FIGURES_PER_QUESTION = 2
 
 
 class Finding(BaseModel):
@@ -87,6 +90,12 @@ def step(turn: Turn) -> None:
             said.add(claim.text)
             turn.publish(MsgType.CONCLUSION, claim.text, references=claim.source_ids, relation=instruction.msg_id,
                          structured={"question": question}, priority=Priority.P1)
+        relevant = sorted((f for f in turn.all_facts() if f.source_id in ids),
+                          key=lambda f: -len(content_words(f.text) & content_words(question)))
+        for fact in [f for f in relevant if f.text not in said][:VERBATIM_FIGURES_PER_QUESTION]:
+            said.add(fact.text)
+            turn.publish(MsgType.CONCLUSION, fact.text, references=[fact.source_id], relation=instruction.msg_id,
+                         structured={"question": question, "verbatim_fact": fact.fact_id}, priority=Priority.P1)
         turn.note(f"searched: {question} -> {len(records)} source(s)")
 
 
