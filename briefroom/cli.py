@@ -18,7 +18,7 @@ from briefroom.errors import BriefroomError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="briefroom: a team of LLM agents that writes cited research reports.")
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 stdout = Console(highlight=False)
 
 
@@ -116,7 +116,7 @@ def replay(
         request = ResearchRequest(question=scenario.question, corpus=[scenario.corpus_dir(scenario_dir)],
                                   out=run_dir, constraints=scenario.constraints,
                                   acceptance_criteria=scenario.acceptance_criteria, cassette=cassette,
-                                  replay_label=scenario.recorded_with)
+                                  replay_handles=scenario.handles)
         result = run_research(request, settings, progress=_progress(quiet))
     except ReplayDivergence as exc:
         err.print(exc.diff, markup=False)

@@ -52,7 +52,7 @@ class ResearchRequest:
     roles_dirs: list[Path] = field(default_factory=list)
     record: Path | None = None
     cassette: Cassette | None = None
-    replay_label: str | None = None
+    replay_handles: dict[str, Any] | None = None  # scenario.RecordedHandle per role
     models: ModelPool | None = None  # bring your own LangChain chat models (tests, library use)
 
 
@@ -124,11 +124,14 @@ def run_research(request: ResearchRequest, settings: Settings,
                     progress(0, "model", "starting the embedded llama.cpp server")
                 server = stack.enter_context(EmbeddedServer(log_path=run_dir / "llama-server.log"))
                 embedded_url = server.base_url
+                log.event("model_server", base_url=embedded_url, model_path=server.model_path.name)
             pool = request.models or build_pool(settings, names, embedded_base_url=embedded_url,
                                                 cassette=request.cassette, recorder=recorder)
-            if request.replay_label:
-                for handle in pool.handles.values():
-                    handle.label = request.replay_label
+            for role, recorded in (request.replay_handles or {}).items():
+                if role in pool.handles:
+                    handle = pool.handles[role]
+                    handle.label, handle.tool_mode = recorded.label, recorded.tool_mode
+                    handle.structured_mode, handle.context_window = recorded.structured_mode, recorded.context_window
             log.event("models", handles={n: {"provider": h.provider, "model": h.model_name, "label": h.label}
                                          for n, h in pool.handles.items()})
             from briefroom.protocol.tools import corpus_tools
@@ -150,10 +153,12 @@ def run_research(request: ResearchRequest, settings: Settings,
         log.event("run_end", accepted=report.accepted, repairs=len(report.repairs), rounds=state.get("round"),
                   cited=list(report.cited_sources))
         if recorder is not None and request.record is not None:
-            from briefroom.scenario import write_scenario
+            from briefroom.scenario import RecordedHandle, write_scenario
 
+            handles = {role: RecordedHandle(label=h.label, tool_mode=h.tool_mode, structured_mode=h.structured_mode,
+                                            context_window=h.context_window) for role, h in pool.handles.items()}
             write_scenario(request.record, request, settings, charter, recorder, report.markdown,
-                           label=" / ".join(sorted(pool.labels)))
+                           label=" / ".join(sorted(pool.labels)), handles=handles)
         return RunResult(run_dir, report.markdown, state, pool.labels, log.events)
     except BaseException as exc:
         log.event("error", kind=type(exc).__name__, message=str(exc)[:1000],

@@ -27,6 +27,15 @@ class ExpectedFact(BaseModel):
     source: str | None = None
 
 
+class RecordedHandle(BaseModel):
+    """What replay must reproduce about a role's model: it changes prompts and turns."""
+
+    label: str
+    tool_mode: str = "auto"
+    structured_mode: str = "json_object"
+    context_window: int = 8192
+
+
 class Scenario(BaseModel):
     name: str
     question: str
@@ -37,6 +46,8 @@ class Scenario(BaseModel):
     acceptance_criteria: list[str] = Field(default_factory=list)
     expected_facts: list[ExpectedFact] = Field(default_factory=list)
     recorded_with: str | None = None
+    handles: dict[str, RecordedHandle] = Field(default_factory=dict,
+                                               description="per role, the model settings that shaped its prompts")
 
     @classmethod
     def load(cls, directory: Path) -> "Scenario":
@@ -60,7 +71,7 @@ class Scenario(BaseModel):
 
 
 def write_scenario(directory: Path, request, settings: Settings, charter: Charter, cassette: Cassette,
-                   report: str, label: str) -> None:
+                   report: str, label: str, handles: dict[str, RecordedHandle]) -> None:
     """Save a live run as a scenario (corpus copied, cassette and report written)."""
     directory.mkdir(parents=True, exist_ok=True)
     corpus_target = directory / "corpus"
@@ -76,7 +87,8 @@ def write_scenario(directory: Path, request, settings: Settings, charter: Charte
     scenario = Scenario(name=name, question=charter.goal, rounds=charter.max_rounds,
                         max_revisions=charter.max_revisions, constraints=list(charter.constraints),
                         acceptance_criteria=list(request.acceptance_criteria),
-                        expected_facts=existing.expected_facts if existing else [], recorded_with=label)
+                        expected_facts=existing.expected_facts if existing else [], recorded_with=label,
+                        handles=handles)
     (directory / SCENARIO_FILE).write_text(yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False,
                                                           allow_unicode=True, width=100), encoding="utf-8")
     cassette.save(directory)

@@ -72,7 +72,7 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
     texts = turn.source_texts()
     draft = ReportDraft.model_validate(message.body.structured_data["draft"])
     markdown = message.body.structured_data["markdown"]
-    problems = draft_problems(draft, texts) + markdown_problems(markdown, texts)
+    problems = draft_problems(draft, texts, charter.goal) + markdown_problems(markdown, texts)
     revisions = turn.state.get("revisions", 0)
     if problems and revisions < charter.max_revisions:
         turn.publish(MsgType.CRITIQUE, "Fix these before the report can ship:\n"
@@ -87,6 +87,9 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
         for line in log:
             turn.ctx.log.event("report_repair", agent="critic", round=turn.round, repair=line)
     footer = message.body.structured_data.get("footer", "")
+    if repairs:
+        footer += (f" {len(repairs)} statement(s) in the model's draft could not be verified against the sources "
+                   "and were replaced by quoted source sentences or removed (report_repair events in run.jsonl).")
     markdown, cited = render_markdown(draft, turn.all_sources(), footer=footer)
     remaining = markdown_problems(markdown, texts)
     if remaining:  # the repair itself must leave nothing unverifiable behind

@@ -65,9 +65,10 @@ class MiniLMEmbedder:
             out.extend(self._embed_batch(texts[i:i + self._batch_size]))
         return out
 
-    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+    def _embed_batch(self, texts: list[str], pad_to: int | None = None) -> list[list[float]]:
+        """One batch, padded to its longest text (or to `pad_to`, for comparison only)."""
         encodings = self._tokenizer.encode_batch(texts)
-        width = max(len(e.ids) for e in encodings)
+        width = pad_to or max(len(e.ids) for e in encodings)
         ids = np.zeros((len(texts), width), dtype=np.int64)
         mask = np.zeros_like(ids)
         for row, enc in enumerate(encodings):

@@ -26,6 +26,11 @@ _STOPWORDS = frozenset(
 # cited source. Faithful paraphrase clears it; fluff ("this report presents a detailed
 # analysis") and words stitched together from different sentences do not.
 GROUNDING_THRESHOLD = 0.6
+# Titles and headings are short: half their words must come from the question or sources.
+LABEL_THRESHOLD = 0.5
+# Words any report may use in titles and headings without a source saying them.
+REPORT_WORDS = frozenset("findings finding summary overview background conclusion conclusions answer short key "
+                         "figures sources evidence results analysis outlook report research brief".split())
 
 
 def content_words(text: str) -> set[str]:
@@ -66,7 +71,7 @@ def claim_problems(claim: Claim, source_texts: dict[str, str]) -> list[Problem]:
         problems.append(Problem("uncited_claim", claim.text, "claim has no source"))
     if claim.text.rstrip(" ”\"'").endswith("?"):
         problems.append(Problem("not_a_statement", claim.text, "a question is not a finding"))
-    if known and len(content_words(claim.text)) >= 3:
+    if known and content_words(claim.text):
         best = max(grounding(claim.text, source_texts[sid]) for sid in known)
         if best < GROUNDING_THRESHOLD:
             problems.append(Problem("ungrounded_claim", claim.text,
@@ -80,8 +85,19 @@ def claim_problems(claim: Claim, source_texts: dict[str, str]) -> list[Problem]:
     return problems
 
 
-def draft_problems(draft: ReportDraft, source_texts: dict[str, str]) -> list[Problem]:
-    return [p for claim in draft.claims() for p in claim_problems(claim, source_texts)]
+def label_vocabulary(question: str, source_texts: dict[str, str]) -> set[str]:
+    """Words a title or heading may use: the question's, the sources', generic report words."""
+    return content_words(question) | REPORT_WORDS | set().union(*(content_words(t) for t in source_texts.values()))
+
+
+def draft_problems(draft: ReportDraft, source_texts: dict[str, str], question: str = "") -> list[Problem]:
+    problems = [p for claim in draft.claims() for p in claim_problems(claim, source_texts)]
+    vocabulary = label_vocabulary(question, source_texts)
+    for what, text in [("title", draft.title), *(("heading", s.heading) for s in draft.sections)]:
+        words = content_words(text)
+        if words and len(words & vocabulary) / len(words) < LABEL_THRESHOLD:
+            problems.append(Problem("off_topic_label", text, f"the {what} is about neither the question nor the sources"))
+    return problems
 
 
 def markdown_problems(markdown: str, source_texts: dict[str, str]) -> list[Problem]:
@@ -134,16 +150,28 @@ def repair_draft(draft: ReportDraft, source_texts: dict[str, str], facts: list[F
     short = fix(draft.short_answer, question) or Claim(
         text="The sources retrieved in this run do not support a reliable short answer.", source_ids=["-"])
     figures = [c for c in (fix(c) for c in draft.key_figures) if c is not None]
+    vocabulary = label_vocabulary(question, source_texts)
+
+    def label(text: str, fallback: str, what: str) -> str:
+        words = content_words(text)
+        if text == fallback or not words or len(words & vocabulary) / len(words) >= LABEL_THRESHOLD:
+            return text
+        log.append(f"replaced {what} {text!r} with {fallback!r}")
+        return fallback
+
     sections = []
     for section in draft.sections:
         claims = [c for c in (fix(c) for c in section.claims) if c is not None]
         if claims:
-            sections.append(section.model_copy(update={"claims": claims}))
+            heading = label(section.heading, "Findings", "heading")
+            sections.append(section.model_copy(update={"claims": claims, "heading": heading}))
     if not sections:
         sections = [draft.sections[0].model_copy(update={"claims": [short]})]
     if short.source_ids == ["-"]:
         short = Claim.model_construct(text=short.text, source_ids=[])
-    return draft.model_copy(update={"short_answer": short, "sections": sections, "key_figures": figures}), log
+    title = label(draft.title, question or "Research report", "title")
+    return draft.model_copy(update={"title": title, "short_answer": short, "sections": sections,
+                                    "key_figures": figures}), log
 
 
 def closest_fact(claim: Claim, facts: list[Fact], source_texts: dict[str, str]) -> Fact | None:

@@ -58,7 +58,7 @@ def test_full_round_with_scripted_models(small_corpus, data_dir, tmp_path):
                  "sections": [{"heading": "Size", "claims": [{"text": "Azure grew 31%.", "source_ids": [market]}]}]}
     good_draft = {"title": "Cloud market 2026",
                   "short_answer": {"text": "Spending will reach 723 billion USD in 2026.", "source_ids": [market]},
-                  "sections": [{"heading": "Growth", "claims": [{"text": "Azure grew 31% while AWS grew 17%.",
+                  "sections": [{"heading": "Cloud growth", "claims": [{"text": "Azure grew 31% while AWS grew 17%.",
                                                                  "source_ids": [market]}]}]}
 
     def second_draft(messages, kwargs):

@@ -1,0 +1,51 @@
+"""Every shipped scenario replays to its recorded report, with no model at all."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from briefroom.cli import app
+from tests.conftest import SCENARIOS
+
+runner = CliRunner()
+SHIPPED = sorted(p for p in SCENARIOS.iterdir() if (p / "scenario.yaml").is_file())
+
+
+def test_there_is_a_shipped_scenario():
+    assert SHIPPED, "scenarios/ holds no scenario"
+
+
+@pytest.mark.parametrize("scenario", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_replay_check_reproduces_the_recorded_report(scenario, tmp_path, data_dir):
+    result = runner.invoke(app, ["replay", str(scenario), "--check", "--out", str(tmp_path / "run"),
+                                 "--data-dir", str(data_dir), "-q"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "run" / "report.md").read_text() == (scenario / "report.md").read_text()
+
+
+@pytest.mark.parametrize("scenario", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_shipped_scenario_corpus_is_substantial(scenario):
+    docs = [p for p in (scenario / "corpus").rglob("*") if p.is_file()]
+    assert len(docs) >= 15
+    spec = yaml.safe_load((scenario / "scenario.yaml").read_text())
+    assert spec["expected_facts"] and spec["recorded_with"]
+    corpus_text = " ".join(p.read_text(errors="replace") for p in docs)
+    for fact in spec["expected_facts"]:
+        assert fact["text"] in corpus_text
+
+
+def test_changed_prompt_diverges_with_a_diff(tmp_path, data_dir):
+    scenario = tmp_path / "changed"
+    shutil.copytree(SHIPPED[0], scenario)
+    spec = yaml.safe_load((scenario / "scenario.yaml").read_text())
+    spec["question"] = spec["question"] + " Also, what about Europe?"
+    (scenario / "scenario.yaml").write_text(yaml.safe_dump(spec))
+    result = runner.invoke(app, ["replay", str(scenario), "--check", "--out", str(tmp_path / "run"),
+                                 "--data-dir", str(data_dir), "-q"])
+    assert result.exit_code == 1
+    assert "replay diverged at planner call #1" in result.output
+    assert "+Goal:" in result.output and "-Goal:" in result.output

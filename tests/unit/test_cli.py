@@ -1,0 +1,89 @@
+"""CLI behaviour: exit codes and one-line errors (typer's CliRunner, no model)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from briefroom.cli import app
+
+runner = CliRunner()
+
+
+def test_research_with_test_provider_writes_run_directory(small_corpus, data_dir, tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["research", "How big is the 2026 public cloud market?", "--corpus", str(small_corpus),
+                                 "--model", "test", "--out", str(out), "--data-dir", str(data_dir), "--json", "-q"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["models"] == ["briefroom TEST provider (deterministic, no language model)"]
+    assert {p.name for p in out.iterdir()} >= {"report.md", "sources.json", "charter.json", "run.jsonl"}
+    assert "TEST provider" in (out / "report.md").read_text()
+    for line in (out / "run.jsonl").read_text().splitlines():
+        assert "event" in json.loads(line)
+
+
+def test_missing_corpus_is_one_line_and_exit_1(tmp_path, data_dir):
+    result = runner.invoke(app, ["research", "q?", "--corpus", str(tmp_path / "nope"), "--model", "test",
+                                 "--out", str(tmp_path / "r"), "--data-dir", str(data_dir)])
+    assert result.exit_code == 1
+    assert "corpus folder not found" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_no_corpus_at_all(tmp_path, data_dir):
+    result = runner.invoke(app, ["research", "q?", "--model", "test", "--data-dir", str(data_dir)])
+    assert result.exit_code == 1
+    assert "no corpus" in result.output
+
+
+def test_bad_flag_is_a_usage_error():
+    result = runner.invoke(app, ["research", "q?", "--rounds", "0"])
+    assert result.exit_code == 2
+
+
+def test_unknown_model_without_endpoint_is_explained(small_corpus, tmp_path, data_dir):
+    result = runner.invoke(app, ["research", "q about cloud?", "--corpus", str(small_corpus), "--model", "gpt-4o-mini",
+                                 "--out", str(tmp_path / "r"), "--data-dir", str(data_dir), "-q"])
+    assert result.exit_code == 1
+    assert "needs an endpoint" in result.output
+
+
+def test_existing_run_directory_is_not_overwritten(small_corpus, tmp_path, data_dir):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "report.md").write_text("precious")
+    result = runner.invoke(app, ["research", "q about cloud?", "--corpus", str(small_corpus), "--model", "test",
+                                 "--out", str(out), "--data-dir", str(data_dir)])
+    assert result.exit_code == 1
+    assert (out / "report.md").read_text() == "precious"
+
+
+def test_bad_role_model_pair(small_corpus, data_dir):
+    result = runner.invoke(app, ["research", "q?", "--corpus", str(small_corpus), "--role-model", "writer",
+                                 "--data-dir", str(data_dir)])
+    assert result.exit_code == 1
+    assert "ROLE=MODEL" in result.output
+
+
+def test_index_twice_embeds_once(small_corpus, tmp_path):
+    data = tmp_path / "data"
+    first = runner.invoke(app, ["index", str(small_corpus), "--data-dir", str(data)])
+    second = runner.invoke(app, ["index", str(small_corpus), "--data-dir", str(data)])
+    assert first.exit_code == second.exit_code == 0
+    assert "3 documents (0 already indexed)" in first.stdout
+    assert "3 documents (3 already indexed), 0 chunks embedded" in second.stdout
+
+
+def test_replay_of_a_folder_without_scenario(tmp_path):
+    result = runner.invoke(app, ["replay", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "not a scenario folder" in result.output
+
+
+def test_replay_of_a_broken_scenario(tmp_path):
+    (tmp_path / "scenario.yaml").write_text("name: x\nrounds: zero\n")
+    result = runner.invoke(app, ["replay", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "scenario.yaml" in result.output
