@@ -27,19 +27,13 @@ from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import BriefroomError, ConfigError
 from briefroom.graph.builder import build_graph
 from briefroom.graph.checkpoint import open_checkpointer
-from briefroom.graph.state import AgentState, Charter
+from briefroom.graph.state import DEFAULT_CRITERIA, AgentState, Charter
 from briefroom.llm import ModelPool, build_pool, needs_embedded_server
 from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.messages import MsgType, Priority, make_message
 from briefroom.runlog import RunLog
-
-DEFAULT_CRITERIA = (
-    "Every [n] citation resolves to a source retrieved in this run.",
-    "Every number in a cited sentence appears in one of its cited sources.",
-    "The report opens with a short answer to the question, with a citation.",
-)
 
 
 @dataclass

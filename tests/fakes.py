@@ -38,6 +38,19 @@ class ScriptedChatModel(BaseChatModel):
     def bind_tools(self, tools: list[Any], **kwargs: Any):  # type: ignore[override]
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
+    def with_structured_output(self, schema: Any, **kwargs: Any):  # type: ignore[override]
+        """JSON-mode structured output: the scripted reply is parsed into `schema`."""
+        from langchain_core.runnables import RunnableLambda
+
+        is_model = isinstance(schema, type) and issubclass(schema, BaseModel)
+        json_schema = schema.model_json_schema() if is_model else schema
+
+        def parse(message: AIMessage) -> Any:
+            data = json.loads(message.content)
+            return schema.model_validate(data) if is_model else data
+
+        return self.bind(response_format={"type": "json_object", "schema": json_schema}) | RunnableLambda(parse)
+
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
         self._calls.append({"messages": messages, "kwargs": kwargs})
         if not self._steps:

@@ -109,6 +109,7 @@ class Turn:
         self.inbox = self.ctx.bus.inbox(self.role.name, board)
         self.unread = self.ctx.bus.unread(self.role.name, board, self.state.get("seen", {}).get(self.role.name, []))
         self._calls = 0
+        self._texts: dict[str, str] = {}  # source texts read this turn (one SQLite read each)
 
     # --- reading -------------------------------------------------------------------
     @property
@@ -141,12 +142,12 @@ class Turn:
 
     def source_texts(self) -> dict[str, str]:
         """Full text of every source retrieved in this run (what citations may point at)."""
-        out = {}
         for sid in self.all_sources():
-            doc = self.ctx.index.document(sid) if self.ctx.index else None
-            if doc is not None:
-                out[sid] = doc.text
-        return out
+            if sid not in self._texts:
+                doc = self.ctx.index.document(sid) if self.ctx.index else None
+                if doc is not None:
+                    self._texts[sid] = doc.text
+        return dict(self._texts)
 
     # --- acting --------------------------------------------------------------------
     def publish(self, msg_type: MsgType, content: str, *, receiver: str = BROADCAST,
@@ -201,6 +202,7 @@ class Turn:
         dynamic = [Section("worktable", "## Your worktable (private notes)", work_items),
                    Section("whiteboard", "## Whiteboard (messages routed to you)", board_items),
                    Section("facts", "## Facts (verbatim from sources)", fact_items),
+                   Section("memory", "## Memory (from earlier runs)", []),
                    Section("sources", "## Sources", material or [])]
         task_section = Section("task", "## Current task", [Item("task", task, Priority.P0)])
         handle = self.ctx.models.for_role(self.role.name)

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
-from briefroom.graph.state import Report
+from briefroom.graph.state import DEFAULT_CRITERIA, Report
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.report.checks import claim_problems, draft_problems, markdown_problems, repair_draft
@@ -87,8 +87,10 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
         for line in log:
             turn.ctx.log.event("report_repair", agent="critic", round=turn.round, repair=line)
     footer = message.body.structured_data.get("footer", "")
+    checks = acceptance(draft, charter)
+    footer += "\n\nAcceptance criteria:\n\n" + "\n".join(f"- {mark} {text}" for text, mark in checks.items())
     if repairs:
-        footer += (f" {len(repairs)} statement(s) in the model's draft could not be verified against the sources "
+        footer += (f"\n\n{len(repairs)} statement(s) in the model's draft could not be verified against the sources "
                    "and were replaced by quoted source sentences or removed (report_repair events in run.jsonl).")
     markdown, cited = render_markdown(draft, turn.all_sources(), footer=footer)
     remaining = markdown_problems(markdown, texts)
@@ -97,17 +99,23 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
     turn.extra["report"] = Report(markdown=markdown, cited_sources=tuple(cited), round=turn.round,
                                   revision=revisions, accepted=True, repairs=repairs)
     turn.ctx.log.event("report_accepted", agent="critic", round=turn.round, repairs=len(repairs),
-                       cited=len(cited), criteria=acceptance(draft, cited))
+                       cited=len(cited), criteria=checks)
     gaps = _gaps(turn)
     if gaps and turn.round < charter.max_rounds:
         turn.publish(MsgType.CRITIQUE, "No verified evidence yet for: " + "; ".join(gaps), receiver="planner",
                      priority=Priority.P0, ttl=1)
 
 
-def acceptance(draft: ReportDraft, cited: list[str]) -> dict[str, bool]:
-    """The built-in acceptance criteria, checked deterministically on the shipped draft."""
-    return {"citations_resolve": True, "numbers_supported": True,
-            "short_answer_cited": bool(draft.short_answer.source_ids), "sources_cited": len(cited) >= 1}
+def acceptance(draft: ReportDraft, charter) -> dict[str, str]:
+    """Each charter criterion with its status on the draft about to ship.
+
+    The first two hold by construction (the repair leaves nothing unverifiable, and
+    this is asserted above); the third depends on what survived; criteria a user added
+    in words are listed as not machine-checked rather than silently claimed.
+    """
+    status = {DEFAULT_CRITERIA[0]: "✓", DEFAULT_CRITERIA[1]: "✓",
+              DEFAULT_CRITERIA[2]: "✓" if draft.short_answer.source_ids else "✗"}
+    return {c: status.get(c, "(not machine-checked)") for c in charter.acceptance_criteria}
 
 
 def _gaps(turn: Turn) -> list[str]:

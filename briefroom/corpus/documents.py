@@ -92,11 +92,13 @@ def load_document(path: Path, display_path: str | None = None) -> Document | Non
         text = _normalise("".join(parser.parts))
         title = parser.title.strip() or _title_from_text(text, path)
     elif suffix in PDF_SUFFIXES:
+        from pypdf import PdfReader
+        from pypdf.errors import PdfReadError
+
         try:
-            from pypdf import PdfReader
-        except ImportError:  # pdf support is optional
-            return None
-        text = _normalise("\n\n".join(page.extract_text() or "" for page in PdfReader(path).pages))
+            text = _normalise("\n\n".join(page.extract_text() or "" for page in PdfReader(path).pages))
+        except (PdfReadError, ValueError) as exc:
+            raise ConfigError(f"cannot read PDF {path}: {exc}") from exc
         title = _title_from_text(text, path)
     else:
         return None

@@ -14,6 +14,14 @@ from briefroom.graph import reducers
 from briefroom.protocol.messages import AgentMessage
 
 
+# The criteria every run starts with; the Critic checks these three in code.
+DEFAULT_CRITERIA = (
+    "Every [n] citation resolves to a source retrieved in this run.",
+    "Every number in a cited sentence appears in one of its cited sources.",
+    "The report opens with a short answer to the question, with a citation.",
+)
+
+
 class Charter(BaseModel):
     """The team's constitution: every prompt starts with it; it is never trimmed (P0)."""
 

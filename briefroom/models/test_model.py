@@ -118,8 +118,10 @@ class SchemaFiller:
             return {name: self._value(sub, record) for name, sub in schema.get("properties", {}).items()}
         if kind == "array":
             return self._array(schema, record)
-        if "enum" in schema:
-            return schema["enum"][self._next(json.dumps(schema["enum"])) % len(schema["enum"])]
+        if "enum" in schema:  # "distinct" walks through the values (one verdict per id); else the first
+            if hint == "distinct":
+                return schema["enum"][self._next(json.dumps(schema["enum"])) % len(schema["enum"])]
+            return schema["enum"][0]
         if kind == "string":
             return self._string(schema, hint, record)
         if kind == "integer":

@@ -102,6 +102,7 @@ class ContextBuilder:
             parts = []
             for section in sections:
                 texts = [it.text for it in section.items if it.priority == Priority.P0 or id(it) in kept]
+                tokens.setdefault(section.name, 0)  # every section is reported, empty ones as 0
                 if not texts:
                     continue
                 block = f"{section.title}\n" + "\n\n".join(texts)

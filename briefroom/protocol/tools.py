@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -17,13 +18,14 @@ from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import EngineeringFailure
 
 SOURCE_ID_PATTERN = r"^S[0-9a-f]{8}$"
-# Fixed rather than a model-chosen argument: small models ask for one passage.
-SEARCH_RESULTS = 4
 
 
 class LocalSearchArgs(BaseModel):
     query: str = Field(min_length=2, max_length=400, description="what to look for, in plain words",
                        json_schema_extra={"x-fill": "task"})
+    # A few fixed sizes instead of 1..n: an enum survives llama.cpp's grammar, and small
+    # models otherwise ask for a single passage.
+    k: Literal[4, 6, 8] = Field(default=4, description="how many passages to return")
 
 
 class SearchHit(BaseModel):
@@ -86,7 +88,7 @@ class ToolOutcome:
 def corpus_tools(index: CorpusIndex) -> dict[str, Tool]:
     def local_search(args: BaseModel) -> BaseModel:
         assert isinstance(args, LocalSearchArgs)
-        hits = index.search(args.query, SEARCH_RESULTS)
+        hits = index.search(args.query, args.k)
         return LocalSearchResult(hits=[SearchHit(source_id=h.source_id, chunk_id=h.chunk_id, title=h.title,
                                                  start=h.start, end=h.end, text=h.text, score=h.score)
                                        for h in hits])

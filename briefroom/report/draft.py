@@ -7,7 +7,7 @@ small model cannot get the numbering wrong.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from briefroom.graph.state import SourceRecord
 
@@ -19,6 +19,12 @@ class Claim(BaseModel):
                       json_schema_extra={"x-fill": "evidence.text"})
     source_ids: list[str] = Field(min_length=1, max_length=3, description="ids of the sources backing it",
                                   json_schema_extra={"x-fill": "evidence.refs"})
+
+
+    @field_validator("source_ids")
+    @classmethod
+    def _once_each(cls, ids: list[str]) -> list[str]:
+        return list(dict.fromkeys(ids))  # small models repeat ids; a citation counts once
 
 
 class DraftSection(BaseModel):
@@ -41,6 +47,10 @@ class ReportDraft(WriterDraft):
 
     def claims(self) -> list[Claim]:
         return [self.short_answer, *(c for s in self.sections for c in s.claims), *self.key_figures]
+
+
+def _bare(text: str) -> str:
+    return text.strip().strip("“”\"")
 
 
 def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer: str = "") -> tuple[str, list[str]]:
@@ -66,9 +76,10 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
         lines += [f"## {section.heading.strip()}", ""]
         lines += [f"- {cite(claim)}" for claim in fresh]
         lines.append("")
-    if draft.key_figures:
+    figures = [c for c in draft.key_figures if _bare(c.text) not in {_bare(w) for w in written}]
+    if figures:
         lines += [f"## {KEY_FIGURES_HEADING}", ""]
-        lines += [f"- {cite(claim)}" for claim in draft.key_figures]
+        lines += [f"- {cite(claim)}" for claim in figures]
         lines.append("")
     lines += ["## Sources", ""]
     for n, sid in enumerate(order, start=1):

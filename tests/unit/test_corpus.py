@@ -34,3 +34,35 @@ def test_load_corpus_reads_md_txt_html(small_corpus):
 def test_missing_corpus_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="corpus folder not found"):
         load_corpus(tmp_path / "nope")
+
+
+def minimal_pdf(text: str) -> bytes:
+    """A one-page PDF with one line of text, written by hand (no PDF library needed)."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 5 0 R >> >> >>",
+            b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    return bytes(out)
+
+
+def test_pdf_text_is_read(tmp_path):
+    (tmp_path / "report.pdf").write_bytes(minimal_pdf("Cloud spending reached 723 billion USD in 2026."))
+    (doc,) = load_corpus(tmp_path)
+    assert doc.text == "Cloud spending reached 723 billion USD in 2026."
+
+
+def test_broken_pdf_is_a_clear_error(tmp_path):
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    with pytest.raises(ConfigError, match="cannot read PDF"):
+        load_corpus(tmp_path)
