@@ -95,6 +95,29 @@ def index(folders: Annotated[list[Path], typer.Argument(help="folders of documen
 
 
 @app.command()
+def roles(roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="folder of extra role files")] = [],
+          as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False) -> None:
+    """List the roles a run would use: speaking order, subscriptions, publications, tools."""
+    from briefroom.agents.registry import discover
+
+    try:
+        found = discover(list(roles_dir))
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    rows = [{"order": r.order, "name": r.name, "description": r.description, "tools": list(r.tools),
+             "budget_tokens": r.budget_tokens, "publishes": [t.value for t in r.publications],
+             "subscribes": [s.msg_type.value + (f" from {'/'.join(s.senders)}" if s.senders else "")
+                            for s in r.subscriptions]} for r in found]
+    if as_json:
+        stdout.print_json(json.dumps(rows))
+        return
+    for row in rows:
+        stdout.print(f"{row['order']:>4}  [bold]{row['name']}[/]  {row['description']}\n"
+                     f"      reads: {', '.join(row['subscribes']) or '-'}; publishes: {', '.join(row['publishes']) or '-'}; "
+                     f"tools: {', '.join(row['tools']) or '-'}; budget: {row['budget_tokens']} tokens")
+
+
+@app.command()
 def replay(
     scenario_dir: Annotated[Path, typer.Argument(help="a scenario folder (scenario.yaml, corpus/, cassette.jsonl)")],
     check: Annotated[bool, typer.Option("--check", help="exit 1 unless the recorded report is reproduced")] = False,

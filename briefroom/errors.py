@@ -21,10 +21,9 @@ class ContractError(BriefroomError):
 class EngineeringFailure(BriefroomError):
     """A tool, index or endpoint failed; carries a structured payload for the model."""
 
-    def __init__(self, message: str, *, tool: str | None = None, retryable: bool = False):
+    def __init__(self, message: str, *, tool: str | None = None):
         super().__init__(message)
         self.tool = tool
-        self.retryable = retryable
 
     def payload(self) -> dict[str, object]:
         return {"error": "engineering_failure", "tool": self.tool, "message": str(self),

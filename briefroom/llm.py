@@ -49,9 +49,7 @@ class ModelHandle:
         started = time.perf_counter()
         try:
             reply = runnable.invoke(messages)
-        except ReplayDivergence:
-            raise
-        except (ConfigError, EngineeringFailure):
+        except (ReplayDivergence, ConfigError, EngineeringFailure):
             raise
         except Exception as exc:  # HTTP, timeouts, provider errors: one clear line for the user
             raise EngineeringFailure(f"{self.provider} model {self.model_name!r} failed for {self.role}: "

@@ -87,3 +87,24 @@ def test_replay_of_a_broken_scenario(tmp_path):
     result = runner.invoke(app, ["replay", str(tmp_path)])
     assert result.exit_code == 1
     assert "scenario.yaml" in result.output
+
+
+def test_roles_lists_builtin_and_plugin_roles(tmp_path):
+    (tmp_path / "echo.py").write_text(
+        "from briefroom.agents.base import Role\n"
+        "from briefroom.protocol.bus import Subscription\n"
+        "from briefroom.protocol.messages import MsgType\n"
+        "ROLE = Role(name='echo', prompt='planner.md', subscriptions=(Subscription(msg_type=MsgType.REPORT),),\n"
+        "            publications=(), output_schema=None, step=lambda turn: None, order=50, description='echoes')\n")
+    result = runner.invoke(app, ["roles", "--roles-dir", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["name"] for r in rows] == ["planner", "searcher", "critic", "writer", "echo"]
+    assert rows[-1]["subscribes"] == ["report"] and rows[1]["tools"] == ["local_search", "read_source"]
+
+
+def test_roles_with_a_broken_plugin_file(tmp_path):
+    (tmp_path / "bad.py").write_text("this is not python(\n")
+    result = runner.invoke(app, ["roles", "--roles-dir", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "failed to load" in result.output
