@@ -159,3 +159,21 @@ def test_fifth_role_from_one_file_gets_exactly_its_subscriptions(small_corpus, d
             assert in_list == (event["message"]["header"]["msg_id"] in expected)
     assert json.loads((out / "charter.json").read_text())["roles"] == ["planner", "searcher", "critic",
                                                                         "factchecker", "writer"]
+
+
+def test_model_returning_garbage_stops_with_contract_error_and_keeps_the_log(small_corpus, data_dir, tmp_path):
+    from briefroom.errors import ContractError
+
+    pool, models = pool_of({"planner": ["I think the answer is 42", '{"subquestions": []}', "{not json"],
+                            "searcher": [], "critic": [], "writer": []})
+    out = tmp_path / "run"
+    with pytest.raises(ContractError, match="planner: the model's Plan was invalid after 2 corrections"):
+        run_research(ResearchRequest(question="How big is the cloud market?", corpus=[small_corpus], out=out,
+                                     models=pool), Settings(rounds=1, data_dir=data_dir))
+    models["planner"].assert_done()
+    log = events(out)
+    assert [e["attempt"] for e in log if e["event"] == "contract_error"] == [0, 1, 2]
+    assert log[-1]["event"] == "error" and log[-1]["kind"] == "ContractError"
+    # the correction prompt tells the model what was wrong
+    correction = models["planner"].calls[1]["messages"][-1].content
+    assert "did not match the required output" in correction
