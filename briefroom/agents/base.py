@@ -22,9 +22,10 @@ from briefroom.agents.context import RunContext
 from briefroom.errors import ContractError
 from briefroom.graph.state import AgentState, Charter, Fact, SourceRecord, Worktable
 from briefroom.models.cassette import serialize_messages
-from briefroom.prompts import load_template, render
 from briefroom.protocol.bus import Subscription
-from briefroom.protocol.context import DATA_NOTICE, BuiltPrompt, ContextBuilder, Item, Section, mark_data
+from briefroom.agents.prompting import layered_prompt, naive_prompt, passage_item
+from briefroom.protocol.budget import input_budget
+from briefroom.protocol.context import BuiltPrompt, Item
 from briefroom.protocol.envelope import envelope
 from briefroom.protocol.messages import BROADCAST, AgentMessage, MsgType, Priority, make_message
 from briefroom.protocol.tools import ToolOutcome, run_tool
@@ -47,16 +48,6 @@ class Role:
     order: int = 100  # who speaks first when several roles have unread messages
     budget_tokens: int = 6000  # input budget; capped by the model's window
     description: str = ""
-
-
-def render_charter(charter: Charter) -> str:
-    lines = [f"Goal: {charter.goal}", "Acceptance criteria:"]
-    lines += [f"- {c}" for c in charter.acceptance_criteria]
-    if charter.constraints:
-        lines.append("Constraints:")
-        lines += [f"- {c}" for c in charter.constraints]
-    lines.append(f"Team: {', '.join(charter.roles)}. Rounds at most: {charter.max_rounds}.")
-    return "\n".join(lines)
 
 
 def constrain_schema(schema: dict, enums: dict[str, list[str]]) -> dict:
@@ -179,35 +170,12 @@ class Turn:
     # --- prompts -------------------------------------------------------------------
     def build_prompt(self, task: str, *, material: list[Item] | None = None, facts: list[Fact] | None = None,
                      schema: dict | None = None, tools: list[dict] | None = None) -> BuiltPrompt:
-        instructions = render(load_template(self.role.prompt), data_notice=DATA_NOTICE)
-        stable = [Section("role", "## Role", [Item("role", instructions, Priority.P0)]),
-                  Section("charter", "## Charter", [Item("charter", render_charter(self.charter), Priority.P0)])]
-        if tools:
-            stable.append(Section("tools", "## Tools", [Item("tools", json.dumps(tools, indent=1), Priority.P0)]))
-        if schema is not None:
-            stable.append(Section("format", "## Output format",
-                                  [Item("format", "Reply with one JSON object matching this JSON schema:\n"
-                                        + json.dumps(schema), Priority.P0)]))
-        table = self.worktable
-        work_items = [Item(f"note{i}", n, Priority.P3, i) for i, n in enumerate(table.notes[-8:])]
-        if table.todo:
-            work_items.append(Item("todo", "Todo: " + "; ".join(table.todo), Priority.P1, 10_000))
-        board_items = [Item(m.msg_id, mark_data("message", m.body.content, id=m.msg_id, type=m.header.msg_type.value,
-                                                **{"from": m.header.sender}, refs=",".join(m.body.references)),
-                            Priority.P0 if m in self.unread and m.header.msg_type == MsgType.CRITIQUE
-                            else m.metadata.priority, int(m.header.timestamp))
-                       for m in self.inbox]
-        fact_items = [Item(f.fact_id, mark_data("fact", f.text, id=f.fact_id, source=f.source_id), Priority.P1, i)
-                      for i, f in enumerate(facts or [])]
-        dynamic = [Section("worktable", "## Your worktable (private notes)", work_items),
-                   Section("whiteboard", "## Whiteboard (messages routed to you)", board_items),
-                   Section("facts", "## Facts (verbatim from sources)", fact_items),
-                   Section("memory", "## Memory (from earlier runs)", []),
-                   Section("sources", "## Sources", material or [])]
-        task_section = Section("task", "## Current task", [Item("task", task, Priority.P0)])
         handle = self.ctx.models.for_role(self.role.name)
-        budget = min(self.role.budget_tokens, handle.context_window - 1024)
-        return ContextBuilder(self.ctx.counter, budget).build(stable, dynamic, task_section)
+        window = input_budget(handle.context_window)
+        if self.ctx.context_strategy == "naive":
+            return naive_prompt(self, task, material or [], facts or [], schema, tools, window)
+        return layered_prompt(self, task, material or [], facts or [], schema, tools,
+                              min(self.role.budget_tokens, window))
 
     def _log_call(self, prompt: BuiltPrompt, messages: list[BaseMessage], reply: AIMessage, latency: float,
                   purpose: str, attempt: int) -> None:
@@ -216,12 +184,14 @@ class Turn:
         completion = usage.get("output_tokens") or self.ctx.counter.count(
             str(reply.content) + json.dumps([tc["args"] for tc in reply.tool_calls]))
         self._calls += 1
+        prompt_tokens = sum(self.ctx.counter.count(str(m.content)) for m in messages)
+        self.ctx.tokens_used += prompt_tokens + completion
         self.ctx.log.event("llm_call", agent=self.role.name, round=self.round, purpose=purpose, attempt=attempt,
                            provider=handle.provider, model=handle.model_name, messages=serialize_messages(messages),
-                           sections=prompt.section_tokens, prompt_tokens=sum(self.ctx.counter.count(str(m.content))
-                                                                             for m in messages),
-                           budget=prompt.budget, prefix_hash=prompt.prefix_hash,
-                           dropped=[d.__dict__ for d in prompt.dropped], completion_tokens=completion,
+                           sections=prompt.section_tokens, prompt_tokens=prompt_tokens, budget=prompt.budget,
+                           use_pct=round(100 * prompt_tokens / prompt.budget, 1), prefix_hash=prompt.prefix_hash,
+                           build=prompt.stats.summary(), compaction=bool(prompt.stats.summary()["changes"]),
+                           strategy=self.ctx.context_strategy, completion_tokens=completion,
                            latency_ms=round(latency * 1000, 1), response=serialize_messages([reply])[0])
         self.ctx.progress(self.round, self.role.name, f"{purpose} ({prompt.total_tokens}/{prompt.budget} tokens)")
 
@@ -279,6 +249,8 @@ class Turn:
                 else:
                     outcome = run_tool(tool, call_id, call["args"])
                 env = envelope(outcome, self.ctx.counter)
+                if outcome.result is not None:
+                    self.ctx.transcript.append(outcome.result.model_dump_json())
                 self.ctx.log.event("tool_result", agent=self.role.name, round=self.round, tool=outcome.tool,
                                    call_id=call_id, ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
                                    error=outcome.error)
@@ -304,11 +276,7 @@ class Turn:
         return update
 
 
-def passage_items(records: Iterable[SourceRecord]) -> list[Item]:
+def passage_items(records: Iterable[SourceRecord], task: str) -> list[Item]:
     """Retrieved passages as data items for the `sources` section."""
-    items = []
-    for record in records:
-        for i, passage in enumerate(record.passages):
-            items.append(Item(passage.chunk_id, mark_data("passage", passage.text, source=record.source_id,
-                                                          title=record.title), Priority.P1, -i))
-    return items
+    return [passage_item(p.chunk_id, p.text, r.source_id, r.title, -i, task)
+            for r in records for i, p in enumerate(r.passages)]

@@ -33,3 +33,7 @@ class RunContext:
     tools: dict[str, "Tool"] = field(default_factory=dict)
     index: "CorpusIndex | None" = None
     progress: Callable[[int, str, str], None] = _quiet
+    context_strategy: str = "layered"  # or "naive", the append-everything baseline
+    transcript: list[str] = field(default_factory=list)  # raw tool outputs, for the naive baseline only
+    max_tokens: int | None = None  # run-level budget (prompt + completion tokens)
+    tokens_used: int = 0

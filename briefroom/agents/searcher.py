@@ -13,9 +13,9 @@ from briefroom.agents.base import Role, Turn, passage_items
 from briefroom.graph.state import Passage, SourceRecord
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import MsgType, Priority
-from briefroom.protocol.summarizer import extract_facts
+from briefroom.protocol.summarizer import content_words, extract_facts
 from briefroom.protocol.tools import LocalSearchArgs, LocalSearchResult, ReadSourceResult, run_tool
-from briefroom.report.checks import claim_problems, closest_fact, content_words
+from briefroom.report.checks import claim_problems, closest_fact
 from briefroom.report.draft import Claim
 
 MAX_INSTRUCTIONS_PER_TURN = 3
@@ -73,7 +73,7 @@ def step(turn: Turn) -> None:
             continue
         ids = [r.source_id for r in records]
         findings = turn.ask(f"State what the passages say that answers: {question}", Findings,
-                            material=passage_items(records), enums={"source_ids": ids})
+                            material=passage_items(records, question), enums={"source_ids": ids})
         texts = turn.source_texts()
         said = {m.body.content for m in turn.own_messages()}
         for finding in findings.findings:

@@ -66,3 +66,22 @@ class TokenCounter:
         if len(tokens) <= max_tokens:
             return text
         return self._encoding.decode(tokens[:max_tokens])
+
+
+# Output reserve and safety margin come off the model's window before anything else:
+# a prompt that fills the window leaves the model no room to answer.
+OUTPUT_RESERVE = 1024
+SAFETY_MARGIN = 0.05
+
+
+def input_budget(context_window: int, output_reserve: int = OUTPUT_RESERVE, margin: float = SAFETY_MARGIN) -> int:
+    """window - output reserve - safety margin: the most any prompt may use."""
+    return max(int(context_window * (1 - margin)) - output_reserve, 0)
+
+
+def encoding_for_model(model: str) -> str:
+    """The tokenizer a known model family uses; cl100k_base as the general default."""
+    name = model.lower()
+    if name.startswith(("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4")):
+        return "o200k_base"
+    return "cl100k_base"

@@ -25,6 +25,24 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+_WORD = re.compile(r"[a-z]{3,}")
+_STOPWORDS = frozenset(
+    "the and for with that this from what who how are was were has have had its their into than which while "
+    "about more most over under also been being can could will would should may might not but all any each "
+    "other such only own same too very just there these those then they them our you your his her she him".split())
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-case words of three letters or more, without the commonest function words."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
+
+
+def relevance(text: str, query: str) -> float:
+    """Share of the query's content words that `text` contains (0..1)."""
+    wanted = content_words(query)
+    return len(wanted & content_words(text)) / len(wanted) if wanted else 0.0
+
+
 def numbers_in(text: str) -> list[str]:
     """Numeric tokens, normalised: no thousands separators, no trailing decimal zeros
     (723.0 and 723 are the same figure; 72.3 is not)."""

@@ -13,15 +13,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from briefroom.graph.state import Fact
-from briefroom.protocol.summarizer import numbers_in, sentences
+from briefroom.protocol.summarizer import content_words, numbers_in, sentences
 from briefroom.report.draft import Claim, ReportDraft
 
 _CITATION = re.compile(r"\[(\d+)\]")
-_WORD = re.compile(r"[a-z]{3,}")
-_STOPWORDS = frozenset(
-    "the and for with that this from what who how are was were has have had its their into than which while "
-    "about more most over under also been being can could will would should may might not but all any each "
-    "other such only own same too very just there these those then they them our you your his her she him".split())
 # A claim must share at least this fraction of its content words with ONE sentence of a
 # cited source. Faithful paraphrase clears it; fluff ("this report presents a detailed
 # analysis") and words stitched together from different sentences do not.
@@ -31,10 +26,6 @@ LABEL_THRESHOLD = 0.5
 # Words any report may use in titles and headings without a source saying them.
 REPORT_WORDS = frozenset("findings finding summary overview background conclusion conclusions answer short key "
                          "figures sources evidence results analysis outlook report research brief".split())
-
-
-def content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
 
 
 @lru_cache(maxsize=256)

@@ -43,7 +43,10 @@ def test_over_budget_items_are_dropped_oldest_first_and_recorded(counter):
     assert prompt.total_tokens <= 250
     dropped = {d.key for d in prompt.dropped}
     assert "m0" in dropped and "m9" not in dropped
-    assert len(prompt.decisions) == 10
+    stats = prompt.stats
+    assert stats.candidates == 13  # role, charter, task and ten messages
+    assert stats.count("included") + stats.count("compressed") + stats.count("dropped") == stats.candidates
+    assert all(d.reason for d in stats.decisions)
 
 
 def test_p0_that_does_not_fit_is_fatal_not_truncated(counter):
@@ -61,3 +64,37 @@ def test_token_counter_caches_and_heads(counter):
     text = "alpha beta gamma " * 20
     assert counter.count(text) == counter.count(text) > 20
     assert counter.count(counter.head(text, 5)) <= 5
+
+
+def test_p1_is_compressed_before_it_is_dropped_and_p3_goes_first(counter):
+    stable, _, task = sections([])
+    big = "detail " * 300
+    dynamic = [Section("whiteboard", "## Whiteboard", [
+        Item("key", "KEY " + big, Priority.P1, 1, compressed="KEY: 723 billion USD (S1)"),
+        Item("chatter", "chatter " + big, Priority.P3, 2)])]
+    prompt = ContextBuilder(counter, 150).build(stable, dynamic, task)
+    actions = {d.key: d.action for d in prompt.stats.decisions}
+    assert actions["key"] == "compressed" and actions["chatter"] == "dropped"
+    assert "KEY: 723 billion USD (S1)" in prompt.messages[1].content
+    assert prompt.total_tokens <= 150
+
+
+def test_relevant_items_win_and_ranked_sections_put_the_best_last(counter):
+    stable, _, task = sections([], task="What is the cloud market size?")
+    facts = [Item(f"f{i}", f"Unrelated filler fact number {i} about gardening.", Priority.P1, i, relevance=0.0)
+             for i in range(30)]
+    facts.insert(7, Item("key", "The cloud market size is 723 billion USD.", Priority.P1, 7, relevance=1.0))
+    dynamic = [Section("sources", "## Sources", [Item(f"s{i}", "passage " * 60, Priority.P2, i) for i in range(8)]),
+               Section("facts", "## Facts", facts, by_rank=True)]
+    prompt = ContextBuilder(counter, 900).build(stable, dynamic, task)
+    text = prompt.messages[0].content + "\n\n" + prompt.messages[1].content
+    position = text.index("723 billion USD") / len(text)
+    assert position >= 0.85, position
+    assert text.startswith("## Role") and text.index("## Charter") < 100
+    assert "key" not in {d.key for d in prompt.dropped}
+
+
+def test_empty_sections_are_reported_as_zero(counter):
+    stable, _, task = sections([])
+    prompt = ContextBuilder(counter, 500).build(stable, [Section("memory", "## Memory", [])], task)
+    assert prompt.section_tokens["memory"] == 0

@@ -1,0 +1,110 @@
+"""From state to prompt sections: the layered strategy, and the naive baseline.
+
+`layered` (the default) shows a role its own worktable, only the whiteboard messages
+routed to it, the facts and sources it asked for, ranked by relevance to the current
+task, inside the role's budget. `naive` is the "before" picture of the design
+documents: the charter plus the full history of every message and every raw tool
+output, for every role; it exists to be measured against.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from briefroom.graph.state import Fact
+from briefroom.prompts import load_template, render
+from briefroom.protocol.context import DATA_NOTICE, BuiltPrompt, ContextBuilder, Item, Section, mark_data
+from briefroom.protocol.messages import AgentMessage, MsgType, Priority
+from briefroom.protocol.summarizer import relevance, sentences
+
+if TYPE_CHECKING:
+    from briefroom.agents.base import Turn
+
+STRATEGIES = ("layered", "naive")
+MAX_NOTES = 8
+
+
+def render_charter(charter) -> str:
+    lines = [f"Goal: {charter.goal}", "Acceptance criteria:"]
+    lines += [f"- {c}" for c in charter.acceptance_criteria]
+    if charter.constraints:
+        lines.append("Constraints:")
+        lines += [f"- {c}" for c in charter.constraints]
+    lines.append(f"Team: {', '.join(charter.roles)}. Rounds at most: {charter.max_rounds}.")
+    return "\n".join(lines)
+
+
+def stable_sections(turn: "Turn", schema: dict | None, tools: list[dict] | None) -> list[Section]:
+    """Role, charter, tools, output format: identical bytes on every call of a role."""
+    instructions = render(load_template(turn.role.prompt), data_notice=DATA_NOTICE)
+    stable = [Section("role", "## Role", [Item("role", instructions, Priority.P0)]),
+              Section("charter", "## Charter", [Item("charter", render_charter(turn.charter), Priority.P0)])]
+    if tools:
+        stable.append(Section("tools", "## Tools", [Item("tools", json.dumps(tools, indent=1), Priority.P0)]))
+    if schema is not None:
+        stable.append(Section("format", "## Output format", [Item(
+            "format", "Reply with one JSON object matching this JSON schema:\n" + json.dumps(schema), Priority.P0)]))
+    return stable
+
+
+def message_item(message: AgentMessage, priority: Priority, task: str) -> Item:
+    attrs = {"id": message.msg_id, "type": message.header.msg_type.value, "from": message.header.sender,
+             "refs": ",".join(message.body.references)}
+    first = (sentences(message.body.content) or [message.body.content])[0][:240]
+    return Item(message.msg_id, mark_data("message", message.body.content, **attrs), priority,
+                int(message.header.timestamp), relevance(message.body.content, task),
+                compressed=mark_data("message", first + " [shortened]", **attrs))
+
+
+def fact_item(fact: Fact, order: int, task: str) -> Item:
+    # Compressed, a fact keeps what must never change: its numbers and its source.
+    return Item(fact.fact_id, mark_data("fact", fact.text, id=fact.fact_id, source=fact.source_id), Priority.P1,
+                order, relevance(fact.text, task) + (0.5 if fact.confirmed_by else 0.0),
+                compressed=mark_data("fact", "numbers: " + " | ".join(fact.numbers), id=fact.fact_id,
+                                     source=fact.source_id))
+
+
+def passage_item(key: str, text: str, source_id: str, title: str, order: int, task: str) -> Item:
+    keep = [s for s in sentences(text) if relevance(s, task) > 0 or any(ch.isdigit() for ch in s)]
+    return Item(key, mark_data("passage", text, source=source_id, title=title), Priority.P1, order,
+                relevance(text, task),
+                compressed=mark_data("passage", " ".join(keep)[:600] + " [extract]", source=source_id, title=title)
+                if keep else None)
+
+
+def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fact], schema: dict | None,
+                   tools: list[dict] | None, budget: int) -> BuiltPrompt:
+    table = turn.worktable
+    work = [Item(f"note{i}", n, Priority.P3, i, relevance(n, task)) for i, n in enumerate(table.notes[-MAX_NOTES:])]
+    if table.todo:
+        work.append(Item("todo", "Todo: " + "; ".join(table.todo), Priority.P1, 10_000))
+    unread = {m.msg_id for m in turn.unread}
+    board = [message_item(m, Priority.P0 if m.msg_id in unread and m.header.msg_type == MsgType.CRITIQUE
+                          else m.metadata.priority, task) for m in turn.inbox]
+    dynamic = [Section("worktable", "## Your worktable (private notes)", work),
+               Section("memory", "## Memory (from earlier runs)", []),
+               Section("sources", "## Sources", material, by_rank=True),
+               Section("whiteboard", "## Whiteboard (messages routed to you)", board),
+               Section("facts", "## Facts (verbatim from sources)",
+                       [fact_item(f, i, task) for i, f in enumerate(facts)], by_rank=True)]
+    task_section = Section("task", "## Current task", [Item("task", task, Priority.P0)])
+    return ContextBuilder(turn.ctx.counter, budget).build(stable_sections(turn, schema, tools), dynamic, task_section)
+
+
+def naive_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fact], schema: dict | None,
+                 tools: list[dict] | None, budget: int) -> BuiltPrompt:
+    """Everything, to everyone, in arrival order; only the model's window limits it."""
+    history = [*turn.state.get("archive", []), *turn.state.get("whiteboard", []), *turn.published]
+    history.sort(key=lambda m: m.header.timestamp)
+    items = [Item(m.msg_id, f"[{m.header.sender} -> {m.header.receiver}, {m.header.msg_type.value}] {m.body.content}",
+                  Priority.P2, int(m.header.timestamp)) for m in history]
+    items += [Item(f"tool{i}", f"[tool output]\n{raw}", Priority.P2, 10**9 + i)
+              for i, raw in enumerate(turn.ctx.transcript)]
+    items += [Item(it.key, it.text, Priority.P2, 2 * 10**9 + i) for i, it in enumerate(material)]
+    dynamic = [Section("history", "## Conversation so far", items)]
+    task_section = Section("task", "## Current task", [Item("task", task, Priority.P0)])
+    # The baseline keeps the newest history that fits the window: what a plain
+    # append-everything agent does when it must truncate. Facts lost that way are lost.
+    builder = ContextBuilder(turn.ctx.counter, budget, shares={"history": 1.0}, floors={})
+    return builder.build(stable_sections(turn, schema, tools), dynamic, task_section)
