@@ -54,6 +54,9 @@ def research(
     record: Annotated[Optional[Path], typer.Option(help="also save this run as a replayable scenario")] = None,
     roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="folder of extra role files")] = [],
     structured: Annotated[Optional[str], typer.Option(help="auto|json_schema|json_object|json_object_schema")] = None,
+    context: Annotated[Optional[str], typer.Option(help="layered (default) or naive: the append-everything baseline")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(min=1000, help="run budget in tokens: at 85% only the Writer "
+                                                      "works, at 100% the run stops")] = None,
     data_dir: DataDir = None,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary instead of the report")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
@@ -63,7 +66,8 @@ def research(
 
     try:
         settings = _settings(model=model, base_url=base_url, role_models=parse_role_models(role_model),
-                             rounds=rounds, data_dir=data_dir, structured=structured)
+                             rounds=rounds, data_dir=data_dir, structured=structured, context=context,
+                             max_tokens=max_tokens)
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
                                               roles_dirs=list(roles_dir)), settings, progress=_progress(quiet))
     except BriefroomError as exc:

@@ -28,6 +28,8 @@ class Settings(BaseModel):
     rounds: int = Field(default=3, ge=1, le=20)
     max_revisions: int = Field(default=2, ge=0, le=5)
     context_window: int | None = None
+    context: str = Field(default="layered", description="layered (default) or naive, the baseline")
+    max_tokens: int | None = Field(default=None, ge=1000, description="run-level prompt+completion token budget")
     temperature: float = 0.0
     request_timeout: float = 120.0
 
@@ -42,6 +44,8 @@ class Settings(BaseModel):
             "structured": ("BRIEFROOM_STRUCTURED",),
             "data_dir": ("BRIEFROOM_DATA_DIR",),
             "embedder": ("BRIEFROOM_EMBEDDER",),
+            "context": ("BRIEFROOM_CONTEXT",),
+            "max_tokens": ("BRIEFROOM_MAX_TOKENS",),
         }
         for field, names in pick.items():
             for name in names:
@@ -62,6 +66,8 @@ class Settings(BaseModel):
         settings = cls.model_validate(values)
         if settings.structured not in STRUCTURED_MODES:
             raise ConfigError(f"--structured must be one of {', '.join(STRUCTURED_MODES)}")
+        if settings.context not in ("layered", "naive"):
+            raise ConfigError("--context must be 'layered' or 'naive'")
         return settings
 
     def model_for(self, role: str) -> str | None:

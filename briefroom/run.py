@@ -131,7 +131,8 @@ def run_research(request: ResearchRequest, settings: Settings,
             from briefroom.protocol.tools import corpus_tools
 
             ctx = RunContext(bus=bus, models=pool, counter=TokenCounter(), log=log, tools=corpus_tools(index),
-                             index=index, progress=progress or (lambda *_: None))
+                             index=index, progress=progress or (lambda *_: None),
+                             context_strategy=settings.context, max_tokens=settings.max_tokens)
             saver = open_checkpointer(run_dir / "checkpoints.sqlite")
             stack.callback(saver.conn.close)
             graph = build_graph(roles, bus, checkpointer=saver)

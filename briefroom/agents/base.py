@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from pydantic import BaseModel, ValidationError
 
 from briefroom.agents.context import RunContext
-from briefroom.errors import ContractError
+from briefroom.errors import ContractError, FatalBreaker
 from briefroom.graph.state import AgentState, Charter, Fact, SourceRecord, Worktable
 from briefroom.models.cassette import serialize_messages
 from briefroom.protocol.bus import Subscription
@@ -31,6 +31,7 @@ from briefroom.protocol.messages import BROADCAST, AgentMessage, MsgType, Priori
 from briefroom.protocol.tools import ToolOutcome, run_tool
 
 T = TypeVar("T", bound=BaseModel)
+FINISHING_AT = 0.85  # share of --max-tokens after which only the Writer works
 MAX_CONTRACT_RETRIES = 2
 
 
@@ -114,6 +115,12 @@ class Turn:
     @property
     def worktable(self) -> Worktable:
         return self.state.get("worktables", {}).get(self.role.name, Worktable())
+
+    @property
+    def finishing(self) -> bool:
+        """Past 85% of the run's token budget: wrap up, start nothing new."""
+        budget = self.ctx.max_tokens
+        return bool(self.state.get("finishing")) or bool(budget and self.ctx.tokens_used >= FINISHING_AT * budget)
 
     def unread_of(self, msg_type: MsgType) -> list[AgentMessage]:
         return [m for m in self.unread if m.header.msg_type == msg_type]
@@ -204,6 +211,7 @@ class Turn:
         handle = self.ctx.models.for_role(self.role.name)
         last_error = ""
         for attempt in range(MAX_CONTRACT_RETRIES + 1):
+            self._check_run_budget()
             reply, latency = handle.invoke(messages, schema=schema, schema_name=output.__name__)
             self._log_call(prompt, messages, reply, latency, f"ask {output.__name__}", attempt)
             try:
@@ -232,6 +240,9 @@ class Turn:
         outcomes: list[ToolOutcome] = []
         forced = handle.tool_mode == "first"
         for turn in range(1 if forced else max_turns):
+            if turn and self.finishing:
+                break  # results so far are enough; the budget is for the Writer now
+            self._check_run_budget()
             reply, latency = handle.invoke(messages, tools=definitions,
                                            force_tool=self.role.tools[0] if forced else None)
             self._log_call(prompt, messages, reply, latency, "tools", turn)
@@ -273,7 +284,17 @@ class Turn:
         if self.new_sources:
             update["sources"] = self.new_sources
         update.update(self.extra)
+        if self.finishing and not self.state.get("finishing"):
+            self.ctx.log.event("finishing", round=self.round, tokens_used=self.ctx.tokens_used,
+                               max_tokens=self.ctx.max_tokens)
+            update["finishing"] = True
         return update
+
+    def _check_run_budget(self) -> None:
+        budget = self.ctx.max_tokens
+        if budget and self.ctx.tokens_used >= budget:
+            raise FatalBreaker(f"run token budget exhausted: {self.ctx.tokens_used} of {budget} tokens used; "
+                               "the state is checkpointed in the run directory; rerun with a larger --max-tokens")
 
 
 def passage_items(records: Iterable[SourceRecord], task: str) -> list[Item]:

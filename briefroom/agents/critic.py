@@ -74,7 +74,7 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
     markdown = message.body.structured_data["markdown"]
     problems = draft_problems(draft, texts, charter.goal) + markdown_problems(markdown, texts)
     revisions = turn.state.get("revisions", 0)
-    if problems and revisions < charter.max_revisions:
+    if problems and revisions < charter.max_revisions and not turn.finishing:
         turn.publish(MsgType.CRITIQUE, "Fix these before the report can ship:\n"
                      + "\n".join(f"- {p.line()}" for p in problems[:12]), receiver="writer", relation=message.msg_id,
                      structured={"problems": [p.line() for p in problems]}, priority=Priority.P0, ttl=1)
@@ -130,7 +130,7 @@ def _gaps(turn: Turn) -> list[str]:
 
 def step(turn: Turn) -> None:
     conclusions = turn.unread_of(MsgType.CONCLUSION)
-    if conclusions:
+    if conclusions and not turn.finishing:  # finishing: no more model calls for the Critic
         review_conclusions(turn, conclusions)
     reports = turn.unread_of(MsgType.REPORT)
     if reports:

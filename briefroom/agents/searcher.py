@@ -50,6 +50,9 @@ def _records(outcomes) -> list[SourceRecord]:
 
 def step(turn: Turn) -> None:
     for instruction in turn.unread_of(MsgType.INSTRUCTION)[:MAX_INSTRUCTIONS_PER_TURN]:
+        if turn.finishing:
+            turn.note(f"skipped (token budget nearly spent): {instruction.body.content}")
+            break
         question = instruction.body.content
         outcomes = turn.use_tools(f"Find passages in the corpus that answer: {question}")
         if not any(o.ok and isinstance(o.result, LocalSearchResult) for o in outcomes):

@@ -37,7 +37,7 @@ def round_end(state: AgentState, runtime: Runtime[RunContext], roles: list[Role]
     live = [m for m in board if m not in expired]
     pending = roles_with_unread({**state, "whiteboard": live}, roles, bus)
     charter = state["charter"]
-    done = current >= charter.max_rounds or not pending
+    done = current >= charter.max_rounds or not pending or bool(state.get("finishing"))
     ctx.log.event("round_end", round=current, expired=[m.msg_id for m in expired], live=len(live),
                   pending=pending, done=done,
                   report_accepted=bool(state.get("report") and state["report"].accepted))

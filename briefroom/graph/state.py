@@ -133,3 +133,7 @@ class AgentState(TypedDict, total=False):
 
     done: bool
     """True once round control decides the run is over."""
+
+    finishing: bool
+    """Set when the run has used 85% of --max-tokens: only the Writer (and the Critic's
+    deterministic report check) still act, then the run ends."""
