@@ -99,6 +99,44 @@ def index(folders: Annotated[list[Path], typer.Argument(help="folders of documen
 
 
 @app.command()
+def inspect(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory (with run.jsonl)")],
+    html_file: Annotated[Optional[Path], typer.Option("--html", help="write a self-contained HTML page here")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the rows as JSON")] = False,
+) -> None:
+    """Show every model call of a run: agent, round, tokens by section, budget use, what was cut."""
+    from briefroom import inspect as look
+
+    try:
+        events = look.load_events(run_dir)
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    calls = look.calls_of(events)
+    table = look.rows(calls)
+    if html_file is not None:
+        try:
+            html_file.write_text(look.render_html(run_dir, events), encoding="utf-8")
+        except OSError as exc:
+            raise _fail(f"cannot write {html_file}: {exc.strerror}") from None
+        err.print(f"wrote {html_file}")
+    if as_json:
+        stdout.print_json(json.dumps(table))
+        return
+    from rich.table import Table
+
+    names = look.sections_present(calls)
+    grid = Table("#", "agent", "rnd", *names, "total", "budget", "cut", box=None, pad_edge=False)
+    for r in table:
+        cut = f"{r['compressed']}c/{r['dropped']}d" if r["compressed"] or r["dropped"] else ""
+        grid.add_row(str(r["n"]), str(r["agent"]), str(r["round"]), *(str(r["sections"].get(s, 0)) for s in names),
+                     str(r["prompt_tokens"]), f"{r['use_pct']}%", cut)
+    stdout.print(grid)
+    for agent, t in sorted(look.agent_totals(calls).items()):
+        stdout.print(f"{agent}: {t['calls']} calls, {t['prompt_tokens']} prompt + {t['completion_tokens']} "
+                     "completion tokens")
+
+
+@app.command()
 def roles(roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="folder of extra role files")] = [],
           as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False) -> None:
     """List the roles a run would use: speaking order, subscriptions, publications, tools."""

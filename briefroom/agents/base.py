@@ -193,9 +193,11 @@ class Turn:
         self._calls += 1
         prompt_tokens = sum(self.ctx.counter.count(str(m.content)) for m in messages)
         self.ctx.tokens_used += prompt_tokens + completion
+        # Tool results and correction turns come after the built prompt: count them too.
+        sections = {**prompt.section_tokens, "turns": max(prompt_tokens - prompt.total_tokens, 0)}
         self.ctx.log.event("llm_call", agent=self.role.name, round=self.round, purpose=purpose, attempt=attempt,
                            provider=handle.provider, model=handle.model_name, messages=serialize_messages(messages),
-                           sections=prompt.section_tokens, prompt_tokens=prompt_tokens, budget=prompt.budget,
+                           sections=sections, prompt_tokens=prompt_tokens, budget=prompt.budget,
                            use_pct=round(100 * prompt_tokens / prompt.budget, 1), prefix_hash=prompt.prefix_hash,
                            build=prompt.stats.summary(), compaction=bool(prompt.stats.summary()["changes"]),
                            strategy=self.ctx.context_strategy, completion_tokens=completion,
@@ -242,6 +244,10 @@ class Turn:
         for turn in range(1 if forced else max_turns):
             if turn and self.finishing:
                 break  # results so far are enough; the budget is for the Writer now
+            if turn and sum(self.ctx.counter.count(str(m.content)) for m in messages) > prompt.budget:
+                # Tool results would push the prompt past the role's budget: stop calling tools.
+                self.ctx.log.event("budget_stop", agent=self.role.name, round=self.round, budget=prompt.budget)
+                break
             self._check_run_budget()
             reply, latency = handle.invoke(messages, tools=definitions,
                                            force_tool=self.role.tools[0] if forced else None)
