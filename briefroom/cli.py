@@ -136,6 +136,36 @@ def inspect(
                      "completion tokens")
 
 
+bench_app = typer.Typer(help="Benchmarks (need a source checkout: the code lives in bench/).")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("context")
+def bench_context(
+    rounds: Annotated[list[int], typer.Option("--rounds", min=1, max=200, help="rounds (repeatable)")] = [10, 30],
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines only")] = False,
+) -> None:
+    """Layered vs naive prompts over a long synthetic run: tokens, slope, fact recall, build time."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "context.py"
+    if not path.is_file():
+        raise _fail("the benchmarks live in bench/ of a source checkout; clone the repository to run them")
+    spec = importlib.util.spec_from_file_location("briefroom_bench_context", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    for n in rounds:
+        result = module.run(n)
+        if as_json:
+            sys.stdout.write(json.dumps(result) + "\n")
+        else:
+            stdout.print(f"{n} rounds: layered {result['layered_prompt_tokens']:,} vs naive "
+                         f"{result['naive_prompt_tokens']:,} prompt tokens (ratio {result['ratio']}); fact recall "
+                         f"{result['fact_recall']:.0%} vs {result['naive_fact_recall']:.0%}; slope "
+                         f"{result['per_round_slope_pct_of_budget']}% of budget/round; build p95 "
+                         f"{result['build_ms_p95']} ms at 10k messages")
+
+
 @app.command()
 def roles(roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="folder of extra role files")] = [],
           as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False) -> None:

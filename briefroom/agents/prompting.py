@@ -14,15 +14,18 @@ from typing import TYPE_CHECKING
 
 from briefroom.graph.state import Fact
 from briefroom.prompts import load_template, render
-from briefroom.protocol.context import DATA_NOTICE, BuiltPrompt, ContextBuilder, Item, Section, mark_data
+from briefroom.protocol.context import DATA_NOTICE, BuiltPrompt, ContextBuilder, Decision, Item, Section, mark_data
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
-from briefroom.protocol.summarizer import relevance, sentences
+from briefroom.protocol.summarizer import content_words, relevance, sentences
 
 if TYPE_CHECKING:
     from briefroom.agents.base import Turn
 
 STRATEGIES = ("layered", "naive")
 MAX_NOTES = 8
+# Only the newest messages compete for whiteboard space (P0 always does): a prompt
+# holds a few dozen, so ranking thousands would be work with no effect on the result.
+BOARD_CANDIDATES = 200
 
 
 def render_charter(charter) -> str:
@@ -48,13 +51,30 @@ def stable_sections(turn: "Turn", schema: dict | None, tools: list[dict] | None)
     return stable
 
 
-def message_item(message: AgentMessage, priority: Priority, task: str) -> Item:
+_FORMS: dict[str, tuple[str, str, frozenset[str]]] = {}
+
+
+def _message_forms(message: AgentMessage) -> tuple[str, str, frozenset[str]]:
+    """Full and shortened data blocks and content words; messages are immutable and their
+    ids derive from their content, so each is rendered once per process."""
+    cached = _FORMS.get(message.msg_id)
+    if cached is not None:
+        return cached
+    if len(_FORMS) > 50_000:
+        _FORMS.clear()
     attrs = {"id": message.msg_id, "type": message.header.msg_type.value, "from": message.header.sender,
              "refs": ",".join(message.body.references)}
     first = (sentences(message.body.content) or [message.body.content])[0][:240]
-    return Item(message.msg_id, mark_data("message", message.body.content, **attrs), priority,
-                int(message.header.timestamp), relevance(message.body.content, task),
-                compressed=mark_data("message", first + " [shortened]", **attrs))
+    forms = (mark_data("message", message.body.content, **attrs),
+             mark_data("message", first + " [shortened]", **attrs), frozenset(content_words(message.body.content)))
+    _FORMS[message.msg_id] = forms
+    return forms
+
+
+def message_item(message: AgentMessage, priority: Priority, task_words: frozenset[str]) -> Item:
+    full, short, words = _message_forms(message)
+    score = len(words & task_words) / len(task_words) if task_words else 0.0
+    return Item(message.msg_id, full, priority, int(message.header.timestamp), score, compressed=short)
 
 
 def fact_item(fact: Fact, order: int, task: str) -> Item:
@@ -80,8 +100,19 @@ def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fa
     if table.todo:
         work.append(Item("todo", "Todo: " + "; ".join(table.todo), Priority.P1, 10_000))
     unread = {m.msg_id for m in turn.unread}
-    board = [message_item(m, Priority.P0 if m.msg_id in unread and m.header.msg_type == MsgType.CRITIQUE
-                          else m.metadata.priority, task) for m in turn.inbox]
+    task_words = frozenset(content_words(task))
+
+    def must_keep(m: AgentMessage) -> bool:
+        return m.metadata.priority == Priority.P0 or (m.msg_id in unread and m.header.msg_type == MsgType.CRITIQUE)
+
+    inbox = turn.inbox
+    older = inbox[:-BOARD_CANDIDATES] if len(inbox) > BOARD_CANDIDATES else []
+    kept_old = [m for m in older if must_keep(m)]
+    candidates = [*kept_old, *inbox[len(older):]]
+    prefiltered = [Decision("whiteboard", f"<{len(older) - len(kept_old)} older messages>", "dropped",
+                            f"older than the {BOARD_CANDIDATES} newest", 0, len(older) - len(kept_old))] \
+        if len(older) > len(kept_old) else []
+    board = [message_item(m, Priority.P0 if must_keep(m) else m.metadata.priority, task_words) for m in candidates]
     dynamic = [Section("worktable", "## Your worktable (private notes)", work),
                Section("memory", "## Memory (from earlier runs)", []),
                Section("sources", "## Sources", material, by_rank=True),
@@ -89,7 +120,8 @@ def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fa
                Section("facts", "## Facts (verbatim from sources)",
                        [fact_item(f, i, task) for i, f in enumerate(facts)], by_rank=True)]
     task_section = Section("task", "## Current task", [Item("task", task, Priority.P0)])
-    return ContextBuilder(turn.ctx.counter, budget).build(stable_sections(turn, schema, tools), dynamic, task_section)
+    return ContextBuilder(turn.ctx.counter, budget).build(stable_sections(turn, schema, tools), dynamic, task_section,
+                                                          prefiltered)
 
 
 def naive_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fact], schema: dict | None,

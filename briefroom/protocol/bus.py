@@ -40,6 +40,8 @@ class Bus:
                  publications: dict[str, Iterable[MsgType]]):
         self._subscriptions = {role: tuple(subs) for role, subs in subscriptions.items()}
         self._publications = {role: frozenset(types) for role, types in publications.items()}
+        # Messages are immutable and the table fixed for a run: route each message once.
+        self._routes: dict[str, tuple[str, ...]] = {}
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -47,6 +49,12 @@ class Bus:
 
     def recipients(self, message: AgentMessage) -> tuple[str, ...]:
         """Roles this message is routed to (never its sender)."""
+        cached = self._routes.get(message.header.msg_id)
+        if cached is None:
+            cached = self._routes[message.header.msg_id] = self._route(message)
+        return cached
+
+    def _route(self, message: AgentMessage) -> tuple[str, ...]:
         receiver = message.header.receiver
         out = []
         for role, subs in self._subscriptions.items():

@@ -70,6 +70,7 @@ class Decision:
     action: str  # included | compressed | dropped
     reason: str
     tokens: int = 0
+    items: int = 1  # a bulk decision (e.g. "9,800 older messages") covers several items
 
 
 @dataclass
@@ -79,11 +80,11 @@ class BuildStats:
     decisions: list[Decision] = field(default_factory=list)
 
     def count(self, action: str) -> int:
-        return sum(1 for d in self.decisions if d.action == action)
+        return sum(d.items for d in self.decisions if d.action == action)
 
     @property
     def candidates(self) -> int:
-        return len(self.decisions)
+        return sum(d.items for d in self.decisions)
 
     def summary(self) -> dict[str, object]:
         return {"candidates": self.candidates, "included": self.count("included"),
@@ -121,7 +122,9 @@ class ContextBuilder:
         self.shares = shares or DEFAULT_SHARES
         self.floors = floors or DEFAULT_FLOORS
 
-    def build(self, stable: list[Section], dynamic: list[Section], task: Section) -> BuiltPrompt:
+    def build(self, stable: list[Section], dynamic: list[Section], task: Section,
+              prefiltered: list[Decision] | None = None) -> BuiltPrompt:
+        """`prefiltered`: bulk decisions the caller already made (recorded, not re-ranked)."""
         sections = [*stable, *dynamic, task]
         count = self.counter.count
         fixed = sum(count(it.text) for s in sections for it in s.items if it.priority == Priority.P0)
@@ -130,7 +133,7 @@ class ContextBuilder:
             raise FatalBreaker(f"must-keep context (charter, task, instructions, open critiques) needs {fixed} "
                                f"tokens but the role's input budget is {self.budget}; raise the budget or shorten them")
         chosen: dict[int, str] = {}  # id(item) -> text to render
-        stats = BuildStats()
+        stats = BuildStats(list(prefiltered or []))
         ranked: dict[str, list[Item]] = {}
         for section in sections:
             optional = [it for it in section.items if it.priority != Priority.P0]
