@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from briefroom.agents.base import Role, Turn, passage_items
 from briefroom.graph.state import Passage, SourceRecord
 from briefroom.protocol.bus import Subscription
-from briefroom.protocol.messages import MsgType, Priority
+from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.summarizer import content_words, extract_facts
 from briefroom.protocol.tools import LocalSearchArgs, LocalSearchResult, ReadSourceResult, run_tool
 from briefroom.report.checks import claim_problems, closest_fact
@@ -28,6 +28,27 @@ class Finding(BaseModel):
     claim: str = Field(min_length=5, description="what the passage says, numbers copied exactly",
                        json_schema_extra={"x-fill": "evidence.text"})
     source_ids: list[str] = Field(min_length=1, max_length=2, json_schema_extra={"x-fill": "evidence.refs"})
+    subject: str = Field(min_length=3, max_length=80, description="what the claim is about, in a few words",
+                         json_schema_extra={"x-fill": "subject"})
+
+
+def subject_key(subject: str) -> str:
+    """Word order and filler words do not make a different subject."""
+    return " ".join(sorted(content_words(subject)))
+
+
+def previous_on_subject(own: list[AgentMessage], key: str) -> AgentMessage | None:
+    """The live conclusion this role already published on the same subject, if any.
+
+    A newer finding on a subject supersedes the older one: readers see only the latest,
+    and the chain (supersedes -> older id) stays in the log and the archive.
+    """
+    if not key:
+        return None
+    replaced = {m.header.supersedes for m in own if m.header.supersedes}
+    same = [m for m in own if m.header.msg_type == MsgType.CONCLUSION and m.msg_id not in replaced
+            and m.body.structured_data.get("subject") == key]
+    return same[-1] if same else None
 
 
 class Findings(BaseModel):
@@ -91,8 +112,11 @@ def step(turn: Turn) -> None:
             if claim.text in said:
                 continue
             said.add(claim.text)
+            key = subject_key(finding.subject)
+            older = previous_on_subject(turn.own_messages(), key)
             turn.publish(MsgType.CONCLUSION, claim.text, references=claim.source_ids, relation=instruction.msg_id,
-                         structured={"question": question}, priority=Priority.P1)
+                         structured={"question": question, "subject": key}, priority=Priority.P1,
+                         supersedes=older.msg_id if older else None)
         relevant = sorted((f for f in turn.all_facts() if f.source_id in ids),
                           key=lambda f: -len(content_words(f.text) & content_words(question)))
         for fact in [f for f in relevant if f.text not in said][:VERBATIM_FIGURES_PER_QUESTION]:

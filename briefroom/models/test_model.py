@@ -158,6 +158,9 @@ class SchemaFiller:
         m = self.material
         if hint == "evidence.text" and record is not None:
             text = record.text
+        elif hint == "subject" and record is not None:
+            words = [w for w in re.findall(r"[A-Za-z]{4,}", record.text)][:4]
+            text = " ".join(words) or "finding"
         elif hint == "title":
             text = f"Research brief: {m.goal or m.task}"
         elif hint == "heading":

@@ -47,8 +47,10 @@ def test_full_round_with_scripted_models(small_corpus, data_dir, tmp_path):
     def findings(messages, kwargs):
         assert market in enum_of(kwargs, "source_ids")
         return AIMessage(content=json.dumps({"findings": [
-            {"claim": "Public cloud spending will reach 723 billion USD in 2026.", "source_ids": [market]},
-            {"claim": "Public cloud spending will reach 71.2 billion in 2026.", "source_ids": [market]}]}))
+            {"claim": "Public cloud spending will reach 723 billion USD in 2026.", "source_ids": [market],
+             "subject": "cloud spending 2026"},
+            {"claim": "Public cloud spending will reach 71.2 billion in 2026.", "source_ids": [market],
+             "subject": "cloud spending 2026"}]}))
 
     def review(messages, kwargs):
         return AIMessage(content=json.dumps({"verdicts": [
