@@ -52,13 +52,14 @@ class Simulation:
     def __init__(self, strategy: str):
         roles = [r for r in discover() if r.name in ROLES]
         self.roles, self.bus = roles, bus_for(roles)
-        handles = {r.name: ModelHandle(r.name, "test", "test", TestChatModel(), "json_object_schema", WINDOW)
-                   for r in roles}
+        handles = {name: ModelHandle(name, "test", "test", TestChatModel(), "json_object_schema", WINDOW)
+                   for name in [*ROLES, "summarizer"]}
         self.ctx = RunContext(bus=self.bus, models=ModelPool(handles), counter=TokenCounter(), log=RunLog(None),
                               context_strategy=strategy)
         self.state = {"charter": Charter(goal="How did the synthetic markets grow, segment by segment?",
                                          acceptance_criteria=("Every number is cited.",), roles=ROLES, max_rounds=10**6),
-                      "round": 1, "whiteboard": [], "archive": [], "facts": [], "seen": {}, "worktables": {}}
+                      "round": 1, "whiteboard": [], "archive": [], "facts": [], "seen": {}, "worktables": {},
+                      "summaries": [], "sources": {}}
         self.seq = 0
         self.prompts: dict[str, list[str]] = {r: [] for r in ROLES}
         self.systems: dict[str, list[str]] = {r: [] for r in ROLES}
@@ -116,6 +117,7 @@ class Simulation:
         update = round_end(self.state, SimpleNamespace(context=self.ctx), self.roles, self.bus)
         self.state["whiteboard"] = update["whiteboard"].value
         self.state["archive"] = [*self.state["archive"], *update["archive"]]
+        self.state["summaries"] = [*self.state.get("summaries", []), *update.get("summaries", [])]
         self.state["round"] = r + 1
         return tokens
 

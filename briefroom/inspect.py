@@ -15,10 +15,10 @@ from typing import Any
 
 from briefroom.errors import ConfigError
 
-SECTION_ORDER = ["role", "charter", "tools", "format", "worktable", "memory", "sources", "whiteboard", "facts",
+SECTION_ORDER = ["role", "charter", "tools", "format", "worktable", "memory", "summaries", "sources", "whiteboard", "facts",
                  "history", "task", "turns"]
 COLORS = {"role": "#4e79a7", "charter": "#2f4b7c", "tools": "#76b7b2", "format": "#59a14f", "worktable": "#edc948",
-          "memory": "#b07aa1", "sources": "#ff9da7", "whiteboard": "#f28e2b", "facts": "#e15759", "history": "#9c755f",
+          "memory": "#b07aa1", "summaries": "#d37295", "sources": "#ff9da7", "whiteboard": "#f28e2b", "facts": "#e15759", "history": "#9c755f",
           "task": "#bab0ac", "turns": "#8cd17d"}
 
 

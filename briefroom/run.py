@@ -27,6 +27,7 @@ from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import BriefroomError, ConfigError
 from briefroom.graph.builder import build_graph
 from briefroom.graph.checkpoint import open_checkpointer
+from briefroom.graph.summary import SUMMARIZER
 from briefroom.graph.state import DEFAULT_CRITERIA, AgentState, Charter
 from briefroom.llm import ModelPool, build_pool, needs_embedded_server
 from briefroom.models.cassette import Cassette
@@ -110,7 +111,7 @@ def run_research(request: ResearchRequest, settings: Settings,
                   reused_documents=stats.reused_documents, seconds=round(time.perf_counter() - started, 3))
         if stats.documents == 0:
             raise ConfigError(f"no readable documents (md, txt, html, pdf) in {', '.join(map(str, request.corpus))}")
-        names = [r.name for r in roles]
+        names = [r.name for r in roles] + [SUMMARIZER.name]
         with contextlib.ExitStack() as stack:
             embedded_url = None
             if request.models is None and request.cassette is None and needs_embedded_server(settings, names):

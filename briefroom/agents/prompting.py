@@ -113,8 +113,14 @@ def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fa
                             f"older than the {BOARD_CANDIDATES} newest", 0, len(older) - len(kept_old))] \
         if len(older) > len(kept_old) else []
     board = [message_item(m, Priority.P0 if must_keep(m) else m.metadata.priority, task_words) for m in candidates]
+    summaries = [Item(f"summary{r.round}", mark_data("summary", r.render(), round=str(r.round)), Priority.P1, r.round,
+                      relevance(r.render(), task),
+                      compressed=mark_data("summary", "\n".join(p.text for p in r.summary.conclusions),
+                                           round=str(r.round)))
+                 for r in turn.state.get("summaries", [])]
     dynamic = [Section("worktable", "## Your worktable (private notes)", work),
                Section("memory", "## Memory (from earlier runs)", []),
+               Section("summaries", "## Earlier rounds (summaries)", summaries),
                Section("sources", "## Sources", material, by_rank=True),
                Section("whiteboard", "## Whiteboard (messages routed to you)", board),
                Section("facts", "## Facts (verbatim from sources)",

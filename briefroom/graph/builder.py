@@ -12,6 +12,8 @@ from briefroom.agents.base import Role, Turn
 from briefroom.agents.context import RunContext
 from briefroom.graph.routing import ROUND_END, next_speaker, roles_with_unread
 from briefroom.graph.state import AgentState
+from briefroom.graph.summary import summarize_round
+from briefroom.protocol.messages import Priority
 from briefroom.protocol.bus import Bus
 
 
@@ -38,13 +40,23 @@ def round_end(state: AgentState, runtime: Runtime[RunContext], roles: list[Role]
     pending = roles_with_unread({**state, "whiteboard": live}, roles, bus)
     charter = state["charter"]
     done = current >= charter.max_rounds or not pending or bool(state.get("finishing"))
+    update: dict[str, Any] = {"done": done}
+    if not done:
+        # The round's read, non-P0 messages give way to one summary; what someone has
+        # not read yet (e.g. the Critic's gaps for the Planner) stays on the board.
+        seen = state.get("seen", {})
+        replaced = [m for m in live if m.header.round == current and m.metadata.priority != Priority.P0
+                    and all(m.msg_id in seen.get(r, []) for r in bus.recipients(m))]
+        if replaced:
+            update["summaries"] = [summarize_round(state, ctx, replaced)]
+            expired += replaced
+            live = [m for m in live if m not in replaced]
+        update["round"] = current + 1
     ctx.log.event("round_end", round=current, expired=[m.msg_id for m in expired], live=len(live),
                   pending=pending, done=done,
                   report_accepted=bool(state.get("report") and state["report"].accepted))
     ctx.progress(current, "round_end", "done" if done else "next round")
-    update: dict[str, Any] = {"whiteboard": Overwrite(live), "archive": expired, "done": done}
-    if not done:
-        update["round"] = current + 1
+    update.update({"whiteboard": Overwrite(live), "archive": expired})
     return update
 
 

@@ -13,11 +13,12 @@ from pathlib import Path
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from briefroom.graph.state import Charter, Fact, Passage, Report, SourceRecord, Worktable
+from briefroom.graph.state import (Charter, Fact, Passage, Report, RoundRecord, RoundSummary, SourceRecord,
+                                   SummaryPoint, Worktable)
 from briefroom.protocol.messages import AgentMessage, ArchivePolicy, Body, Header, Metadata, MsgType, Priority
 
 STATE_TYPES = (Charter, Worktable, Fact, Passage, SourceRecord, Report, AgentMessage, Header, Body, Metadata,
-               MsgType, Priority, ArchivePolicy)
+               MsgType, Priority, ArchivePolicy, RoundRecord, RoundSummary, SummaryPoint)
 
 
 def serializer() -> JsonPlusSerializer:

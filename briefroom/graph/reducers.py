@@ -26,6 +26,14 @@ def append_messages(current: list[AgentMessage] | None, update: list[AgentMessag
     return current
 
 
+def append_records(current: list | None, update: list | None) -> list:
+    """Append round summaries; one per round (a repeated round number replaces nothing)."""
+    merged = list(current or [])
+    rounds = {r.round for r in merged}
+    merged.extend(r for r in update or [] if r.round not in rounds and not rounds.add(r.round))
+    return merged
+
+
 def merge_worktables(current: dict[str, "Worktable"] | None,
                      update: dict[str, "Worktable"] | None) -> dict[str, "Worktable"]:
     """Merge per-role worktable updates; roles not in the update are untouched."""

@@ -97,6 +97,42 @@ class Report(BaseModel):
     repairs: tuple[str, ...] = ()
 
 
+class SummaryPoint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    text: str = Field(min_length=5, description="one conclusion of the round, numbers exactly as in the sources",
+                      json_schema_extra={"x-fill": "evidence.text"})
+    source_ids: tuple[str, ...] = Field(default=(), max_length=3, json_schema_extra={"x-fill": "evidence.refs"})
+
+
+class RoundSummary(BaseModel):
+    """What a round established, in a form later prompts can carry cheaply."""
+
+    model_config = ConfigDict(frozen=True)
+
+    conclusions: tuple[SummaryPoint, ...] = Field(min_length=1, max_length=6)
+    agents_involved: tuple[str, ...] = Field(min_length=1)
+    todos: tuple[str, ...] = Field(default=(), max_length=4)
+    risks: tuple[str, ...] = Field(default=(), max_length=4)
+
+
+class RoundRecord(BaseModel):
+    """A round's summary and the raw messages it replaced (those stay in the archive)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    round: int
+    summary: RoundSummary
+    replaced: tuple[str, ...] = ()
+
+    def render(self) -> str:
+        s = self.summary
+        lines = [f"Round {self.round} (agents: {', '.join(s.agents_involved)})"]
+        lines += [f"- {p.text}" + (f" [{', '.join(p.source_ids)}]" if p.source_ids else "") for p in s.conclusions]
+        lines += [f"Todo: {t}" for t in s.todos] + [f"Risk: {r}" for r in s.risks]
+        return "\n".join(lines)
+
+
 class AgentState(TypedDict, total=False):
     charter: Charter
     """Goal, acceptance criteria, constraints, max rounds. Set once; never trimmed."""
@@ -112,6 +148,9 @@ class AgentState(TypedDict, total=False):
 
     seen: Annotated[dict[str, list[str]], reducers.merge_seen]
     """Per role, the message ids it has already acted on (its read cursor)."""
+
+    summaries: Annotated[list[RoundRecord], reducers.append_records]
+    """One RoundRecord per finished round that was followed by another."""
 
     facts: Annotated[list[Fact], reducers.merge_facts]
     """The lossless channel: verbatim numbers and quotes with source ids."""

@@ -49,6 +49,11 @@ class Material:
                 refs = tuple(r for r in attrs.get("refs", "").split(",") if r)
                 if attrs.get("type") == "conclusion" and refs:
                     records.append(Record(body.strip(), refs, "conclusion", tuple(attrs.items())))
+            elif kind == "summary":
+                for line in body.splitlines():
+                    m = re.match(r"- (.+?)(?: \[([^\]]+)\])?$", line.strip())
+                    if m and m.group(2):
+                        records.append(Record(m.group(1), tuple(r.strip() for r in m.group(2).split(",")), "summary"))
             elif kind == "tool_result":
                 records.extend(_records_from_tool_json(body))
             elif kind in ("passage", "source", "fact"):

@@ -1,7 +1,9 @@
-"""Deterministic fact extraction: numbers and quotes copied verbatim, never summarised.
+"""Round summaries and the lossless channel beside them.
 
-Round summaries (a model call) arrive with the context engine; the lossless channel is
-here from the start because the Critic's number check and the report repair rely on it.
+A RoundSummary (one model call at round end, schema-validated) replaces the round's
+raw messages in later prompts. Numbers never depend on it: `extract_facts` copies
+every sentence with a number verbatim into `facts`, deterministically, from the raw
+text, so a summary that mangles a figure cannot lose it.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from briefroom.graph.state import Fact
+from briefroom.graph.state import Fact, RoundRecord, RoundSummary, SummaryPoint  # noqa: F401 (re-exported)
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'“(])")
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])\d+(?:\.\d+)?")
@@ -66,3 +68,4 @@ def extract_facts(text: str, source_id: str, found_by: str, round: int) -> list[
         facts.append(Fact(fact_id=f"F{digest}", text=sentence, numbers=tuple(dict.fromkeys(found)),
                           source_id=source_id, found_by=found_by, round=round))
     return facts
+
