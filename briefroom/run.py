@@ -32,7 +32,7 @@ from briefroom.graph.state import DEFAULT_CRITERIA, AgentState, Charter
 from briefroom.llm import ModelPool, build_pool, needs_embedded_server
 from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer
-from briefroom.protocol.budget import TokenCounter
+from briefroom.protocol.budget import TokenCounter, encoding_for_model
 from briefroom.protocol.messages import MsgType, Priority, make_message
 from briefroom.runlog import RunLog
 
@@ -131,7 +131,7 @@ def run_research(request: ResearchRequest, settings: Settings,
                                          for n, h in pool.handles.items()})
             from briefroom.protocol.tools import corpus_tools
 
-            ctx = RunContext(bus=bus, models=pool, counter=TokenCounter(), log=log, tools=corpus_tools(index),
+            ctx = RunContext(bus=bus, models=pool, counter=TokenCounter(encoding_for_model(settings.model or "")), log=log, tools=corpus_tools(index),
                              index=index, progress=progress or (lambda *_: None),
                              context_strategy=settings.context, max_tokens=settings.max_tokens)
             saver = open_checkpointer(run_dir / "checkpoints.sqlite")

