@@ -26,6 +26,9 @@ MAX_NOTES = 8
 # Only the newest messages compete for whiteboard space (P0 always does): a prompt
 # holds a few dozen, so ranking thousands would be work with no effect on the result.
 BOARD_CANDIDATES = 200
+# The latest summaries carry the thread; older rounds live on in facts (verbatim) and
+# in the archive. Showing every summary would make prompts grow with the run again.
+SUMMARY_WINDOW = 2
 
 
 def render_charter(charter) -> str:
@@ -117,7 +120,11 @@ def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fa
                       relevance(r.render(), task),
                       compressed=mark_data("summary", "\n".join(p.text for p in r.summary.conclusions),
                                            round=str(r.round)))
-                 for r in turn.state.get("summaries", [])]
+                 for r in turn.state.get("summaries", [])[-SUMMARY_WINDOW:]]
+    older_summaries = len(turn.state.get("summaries", [])) - len(summaries)
+    if older_summaries > 0:
+        prefiltered.append(Decision("summaries", f"<{older_summaries} older summaries>", "dropped",
+                                    f"older than the {SUMMARY_WINDOW} newest rounds", 0, older_summaries))
     dynamic = [Section("worktable", "## Your worktable (private notes)", work),
                Section("memory", "## Memory (from earlier runs)", []),
                Section("summaries", "## Earlier rounds (summaries)", summaries),
