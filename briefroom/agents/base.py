@@ -99,7 +99,7 @@ class Turn:
     def __post_init__(self) -> None:
         board = self.state.get("whiteboard", [])
         self.inbox = self.ctx.bus.inbox(self.role.name, board)
-        self.unread = self.ctx.bus.unread(self.role.name, board, self.state.get("seen", {}).get(self.role.name, []))
+        self.unread = self.ctx.bus.unread_of(self.inbox, self.state.get("seen", {}).get(self.role.name, []))
         self._calls = 0
         self._texts: dict[str, str] = {}  # source texts read this turn (one SQLite read each)
 

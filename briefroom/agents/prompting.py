@@ -110,7 +110,9 @@ def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fa
 
     inbox = turn.inbox
     older = inbox[:-BOARD_CANDIDATES] if len(inbox) > BOARD_CANDIDATES else []
-    kept_old = [m for m in older if must_keep(m)]
+    p0 = Priority.P0
+    kept_old = [m for m in older if m.metadata.priority is p0
+                or (m.header.msg_type is MsgType.CRITIQUE and m.header.msg_id in unread)]
     candidates = [*kept_old, *inbox[len(older):]]
     prefiltered = [Decision("whiteboard", f"<{len(older) - len(kept_old)} older messages>", "dropped",
                             f"older than the {BOARD_CANDIDATES} newest", 0, len(older) - len(kept_old))] \

@@ -79,10 +79,25 @@ class Bus:
 
     def inbox(self, role: str, whiteboard: Iterable[AgentMessage]) -> list[AgentMessage]:
         """Live messages routed to `role`, oldest first, without superseded ones."""
-        board = list(whiteboard)
-        superseded = {m.header.supersedes for m in board if m.header.supersedes}
-        return [m for m in board if m.msg_id not in superseded and role in self.recipients(m)]
+        headers = [(m, m.header) for m in whiteboard]
+        superseded = {h.supersedes for _, h in headers if h.supersedes}
+        routes, route = self._routes, self.recipients
+        out = []
+        for m, h in headers:  # hot loop on long runs: header fields, not properties
+            if h.msg_id in superseded:
+                continue
+            recipients = routes.get(h.msg_id)
+            if recipients is None:
+                recipients = route(m)
+            if role in recipients:
+                out.append(m)
+        return out
+
+    @staticmethod
+    def unread_of(inbox: list[AgentMessage], seen: Iterable[str]) -> list[AgentMessage]:
+        """The part of an already computed inbox that is not in `seen`."""
+        seen_ids = set(seen)
+        return [m for m in inbox if m.header.msg_id not in seen_ids]
 
     def unread(self, role: str, whiteboard: Iterable[AgentMessage], seen: Iterable[str]) -> list[AgentMessage]:
-        seen_ids = set(seen)
-        return [m for m in self.inbox(role, whiteboard) if m.msg_id not in seen_ids]
+        return self.unread_of(self.inbox(role, whiteboard), seen)
