@@ -40,8 +40,10 @@ class Bus:
                  publications: dict[str, Iterable[MsgType]]):
         self._subscriptions = {role: tuple(subs) for role, subs in subscriptions.items()}
         self._publications = {role: frozenset(types) for role, types in publications.items()}
-        # Messages are immutable and the table fixed for a run: route each message once.
+        # Messages are immutable and the table fixed for a run: route each message once,
+        # and remember which ids have been superseded by a routed message.
         self._routes: dict[str, tuple[str, ...]] = {}
+        self._superseded: set[str] = set()
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -52,6 +54,8 @@ class Bus:
         cached = self._routes.get(message.header.msg_id)
         if cached is None:
             cached = self._routes[message.header.msg_id] = self._route(message)
+            if message.header.supersedes:
+                self._superseded.add(message.header.supersedes)
         return cached
 
     def _route(self, message: AgentMessage) -> tuple[str, ...]:
@@ -79,19 +83,14 @@ class Bus:
 
     def inbox(self, role: str, whiteboard: Iterable[AgentMessage]) -> list[AgentMessage]:
         """Live messages routed to `role`, oldest first, without superseded ones."""
-        headers = [(m, m.header) for m in whiteboard]
-        superseded = {h.supersedes for _, h in headers if h.supersedes}
+        board = list(whiteboard)
         routes, route = self._routes, self.recipients
-        out = []
-        for m, h in headers:  # hot loop on long runs: header fields, not properties
-            if h.msg_id in superseded:
-                continue
-            recipients = routes.get(h.msg_id)
-            if recipients is None:
-                recipients = route(m)
-            if role in recipients:
-                out.append(m)
-        return out
+        for m in board:  # route new messages first: they may supersede older ones
+            if m.header.msg_id not in routes:
+                route(m)
+        superseded = self._superseded
+        # One pass over header fields (not properties): this is the hot loop of long runs.
+        return [m for m in board if role in routes[m.header.msg_id] and m.header.msg_id not in superseded]
 
     @staticmethod
     def unread_of(inbox: list[AgentMessage], seen: Iterable[str]) -> list[AgentMessage]:
