@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-fast e2e record-scenarios clean
+.PHONY: install demo test test-fast lint record-scenarios clean
 
 install: $(STAMP)
 
@@ -23,6 +23,9 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check briefroom tests bench
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not e2e"

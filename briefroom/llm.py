@@ -17,7 +17,12 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from briefroom.config import Settings
 from briefroom.errors import ConfigError, EngineeringFailure
-from briefroom.models.cassette import Cassette, CassetteChatModel, ReplayDivergence, serialize_messages
+from briefroom.models.cassette import (
+    Cassette,
+    CassetteChatModel,
+    ReplayDivergence,
+    serialize_messages,
+)
 from briefroom.models.embedded import EMBEDDED_CONTEXT, EMBEDDED_MODEL_NAME
 from briefroom.models.test_model import TEST_PROVIDER_LABEL, TestChatModel
 

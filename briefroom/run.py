@@ -17,7 +17,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-
 from briefroom.agents.base import Role
 from briefroom.agents.context import RunContext
 from briefroom.agents.registry import bus_for, discover
@@ -27,8 +26,8 @@ from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import BriefroomError, ConfigError
 from briefroom.graph.builder import build_graph
 from briefroom.graph.checkpoint import open_checkpointer
-from briefroom.graph.summary import SUMMARIZER
 from briefroom.graph.state import DEFAULT_CRITERIA, AgentState, Charter
+from briefroom.graph.summary import SUMMARIZER
 from briefroom.llm import ModelPool, build_pool, needs_embedded_server
 from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer

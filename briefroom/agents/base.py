@@ -19,15 +19,21 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from pydantic import BaseModel, ValidationError
 
 from briefroom.agents.context import RunContext
+from briefroom.agents.prompting import layered_prompt, naive_prompt, passage_item
 from briefroom.errors import ContractError, FatalBreaker
 from briefroom.graph.state import AgentState, Charter, Fact, SourceRecord, Worktable
 from briefroom.models.cassette import serialize_messages
-from briefroom.protocol.bus import Subscription
-from briefroom.agents.prompting import layered_prompt, naive_prompt, passage_item
 from briefroom.protocol.budget import input_budget
+from briefroom.protocol.bus import Subscription
 from briefroom.protocol.context import BuiltPrompt, Item
 from briefroom.protocol.envelope import envelope
-from briefroom.protocol.messages import BROADCAST, AgentMessage, MsgType, Priority, make_message
+from briefroom.protocol.messages import (
+    BROADCAST,
+    AgentMessage,
+    MsgType,
+    Priority,
+    make_message,
+)
 from briefroom.protocol.tools import ToolOutcome, run_tool
 
 T = TypeVar("T", bound=BaseModel)

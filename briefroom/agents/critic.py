@@ -16,7 +16,12 @@ from briefroom.agents.base import Role, Turn
 from briefroom.graph.state import DEFAULT_CRITERIA, Report
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
-from briefroom.report.checks import claim_problems, draft_problems, markdown_problems, repair_draft
+from briefroom.report.checks import (
+    claim_problems,
+    draft_problems,
+    markdown_problems,
+    repair_draft,
+)
 from briefroom.report.draft import Claim, ReportDraft, render_markdown
 
 

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING
 
 from briefroom.graph.state import Fact
 from briefroom.prompts import load_template, render
-from briefroom.protocol.context import DATA_NOTICE, BuiltPrompt, ContextBuilder, Decision, Item, Section, mark_data
+from briefroom.protocol.context import (
+    DATA_NOTICE,
+    BuiltPrompt,
+    ContextBuilder,
+    Decision,
+    Item,
+    Section,
+    mark_data,
+)
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.summarizer import content_words, relevance, sentences
 

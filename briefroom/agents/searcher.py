@@ -14,7 +14,12 @@ from briefroom.graph.state import Passage, SourceRecord
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.summarizer import content_words, extract_facts
-from briefroom.protocol.tools import LocalSearchArgs, LocalSearchResult, ReadSourceResult, run_tool
+from briefroom.protocol.tools import (
+    LocalSearchArgs,
+    LocalSearchResult,
+    ReadSourceResult,
+    run_tool,
+)
 from briefroom.report.checks import claim_problems, closest_fact
 from briefroom.report.draft import Claim
 

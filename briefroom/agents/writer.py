@@ -6,7 +6,13 @@ from briefroom.agents.base import Role, Turn
 from briefroom.graph.state import Report
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import MsgType
-from briefroom.report.draft import Claim, DraftSection, ReportDraft, WriterDraft, render_markdown
+from briefroom.report.draft import (
+    Claim,
+    DraftSection,
+    ReportDraft,
+    WriterDraft,
+    render_markdown,
+)
 
 
 def accepted_conclusions(turn: Turn):

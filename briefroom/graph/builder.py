@@ -13,8 +13,8 @@ from briefroom.agents.context import RunContext
 from briefroom.graph.routing import ROUND_END, next_speaker, roles_with_unread
 from briefroom.graph.state import AgentState
 from briefroom.graph.summary import summarize_round
-from briefroom.protocol.messages import Priority
 from briefroom.protocol.bus import Bus
+from briefroom.protocol.messages import Priority
 
 
 def make_node(role: Role):

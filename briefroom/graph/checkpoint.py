@@ -13,9 +13,26 @@ from pathlib import Path
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from briefroom.graph.state import (Charter, Fact, Passage, Report, RoundRecord, RoundSummary, SourceRecord,
-                                   SummaryPoint, Worktable)
-from briefroom.protocol.messages import AgentMessage, ArchivePolicy, Body, Header, Metadata, MsgType, Priority
+from briefroom.graph.state import (
+    Charter,
+    Fact,
+    Passage,
+    Report,
+    RoundRecord,
+    RoundSummary,
+    SourceRecord,
+    SummaryPoint,
+    Worktable,
+)
+from briefroom.protocol.messages import (
+    AgentMessage,
+    ArchivePolicy,
+    Body,
+    Header,
+    Metadata,
+    MsgType,
+    Priority,
+)
 
 STATE_TYPES = (Charter, Worktable, Fact, Passage, SourceRecord, Report, AgentMessage, Header, Body, Metadata,
                MsgType, Priority, ArchivePolicy, RoundRecord, RoundSummary, SummaryPoint)

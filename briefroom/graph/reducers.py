@@ -16,14 +16,15 @@ if TYPE_CHECKING:  # the state module imports us; avoid a cycle at runtime
 
 
 def append_messages(current: list[AgentMessage] | None, update: list[AgentMessage] | None) -> list[AgentMessage]:
-    """Append new messages in order; a message id already present is ignored."""
-    current = list(current or [])
-    ids = {m.msg_id for m in current}
-    for message in update or []:
-        if message.msg_id not in ids:
-            current.append(message)
-            ids.add(message.msg_id)
-    return current
+    """Append new messages in order; a message id already present is ignored (also
+    within the starting list, which may come straight from a caller's input)."""
+    merged: list[AgentMessage] = []
+    ids: set[str] = set()
+    for message in [*(current or []), *(update or [])]:
+        if message.header.msg_id not in ids:
+            merged.append(message)
+            ids.add(message.header.msg_id)
+    return merged
 
 
 def append_records(current: list | None, update: list | None) -> list:

@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from briefroom.graph import reducers
 from briefroom.protocol.messages import AgentMessage
 
-
 # The criteria every run starts with; the Critic checks these three in code.
 DEFAULT_CRITERIA = (
     "Every [n] citation resolves to a source retrieved in this run.",

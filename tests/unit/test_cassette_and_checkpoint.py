@@ -5,7 +5,12 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from briefroom.graph.checkpoint import serializer
 from briefroom.graph.state import Charter
-from briefroom.models.cassette import Cassette, CassetteChatModel, ReplayDivergence, serialize_messages
+from briefroom.models.cassette import (
+    Cassette,
+    CassetteChatModel,
+    ReplayDivergence,
+    serialize_messages,
+)
 from briefroom.protocol.messages import MsgType, make_message
 
 

@@ -101,7 +101,11 @@ def test_empty_sections_are_reported_as_zero(counter):
 
 
 def test_encoding_choice_per_model_and_offline_fallback(tmp_path, monkeypatch):
-    from briefroom.protocol.budget import encoding_for_model, input_budget, load_encoding
+    from briefroom.protocol.budget import (
+        encoding_for_model,
+        input_budget,
+        load_encoding,
+    )
 
     assert encoding_for_model("gpt-4o-mini") == "o200k_base"
     assert encoding_for_model("deepseek-chat") == "cl100k_base"

@@ -36,7 +36,7 @@ def test_same_input_same_output():
 
 
 def test_calls_tools_with_valid_arguments_then_finishes():
-    from briefroom.protocol.tools import Tool, LocalSearchResult, ReadSourceResult
+    from briefroom.protocol.tools import LocalSearchResult, ReadSourceResult, Tool
 
     tools = [Tool("local_search", "search", LocalSearchArgs, LocalSearchResult, lambda a: a).definition(),
              Tool("read_source", "read", ReadSourceArgs, ReadSourceResult, lambda a: a).definition()]
