@@ -23,7 +23,9 @@ stdout = Console(highlight=False)
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    from briefroom.protocol.redaction import redact_text
+
+    err.print(f"[bold red]error:[/] {redact_text(message)}", markup=True, soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -251,8 +253,11 @@ def main() -> None:
         _fail(str(exc))
         sys.exit(1)
     except Exception as exc:  # a bug: still one line for the user; the run log has the details
-        err.print(f"[bold red]error:[/] internal error: {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
-                  " (details in the run directory's run.jsonl)", soft_wrap=True)
+        from briefroom.protocol.redaction import redact_text
+
+        first = redact_text(str(exc).splitlines()[0][:300]) if str(exc) else ""
+        err.print(f"[bold red]error:[/] internal error: {type(exc).__name__}: {first} "
+                  "(details in the run directory's run.jsonl)", soft_wrap=True)
         sys.exit(1)
 
 

@@ -25,6 +25,7 @@ from briefroom.models.cassette import (
 )
 from briefroom.models.embedded import EMBEDDED_CONTEXT, EMBEDDED_MODEL_NAME
 from briefroom.models.test_model import TEST_PROVIDER_LABEL, TestChatModel
+from briefroom.protocol.redaction import assert_no_secrets
 
 
 @dataclass
@@ -45,6 +46,8 @@ class ModelHandle:
                schema: dict | None = None, schema_name: str = "output",
                force_tool: str | None = None) -> tuple[AIMessage, float]:
         """Send `messages`; returns the reply and the latency in seconds."""
+        for message in messages:  # the last line of defence: nothing secret leaves in a prompt
+            assert_no_secrets(str(message.content), f"the {self.role} prompt")
         runnable: Any = self.chat_model
         if tools:
             choice = {"type": "function", "function": {"name": force_tool}} if force_tool else None

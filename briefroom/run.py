@@ -33,6 +33,7 @@ from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer
 from briefroom.protocol.budget import TokenCounter, encoding_for_model
 from briefroom.protocol.messages import MsgType, Priority, make_message
+from briefroom.protocol.redaction import redact_text
 from briefroom.runlog import RunLog
 
 
@@ -68,7 +69,7 @@ def default_run_dir(question: str) -> Path:
 
 
 def make_charter(request: ResearchRequest, settings: Settings, roles: list[Role]) -> Charter:
-    return Charter(goal=" ".join(request.question.split()),
+    return Charter(goal=redact_text(" ".join(request.question.split())),
                    acceptance_criteria=tuple(DEFAULT_CRITERIA) + tuple(request.acceptance_criteria),
                    constraints=tuple(request.constraints), roles=tuple(r.name for r in roles),
                    max_rounds=settings.rounds, max_revisions=settings.max_revisions)
@@ -141,7 +142,7 @@ def run_research(request: ResearchRequest, settings: Settings,
         report = state.get("report")
         if report is None:
             raise BriefroomError("the run ended without a report (see run.jsonl)")
-        (run_dir / "report.md").write_text(report.markdown, encoding="utf-8")
+        (run_dir / "report.md").write_text(redact_text(report.markdown), encoding="utf-8")
         all_sources = {sid: rec.model_dump(mode="json") for sid, rec in state.get("sources", {}).items()}
         (run_dir / "sources.json").write_text(json.dumps({"cited": list(report.cited_sources), "sources": all_sources},
                                                          indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
+from briefroom.protocol.redaction import redact_data
+
 
 def _default(value: Any) -> Any:
     if isinstance(value, BaseModel):
@@ -37,7 +39,7 @@ class RunLog:
     def event(self, event: str, **fields: Any) -> dict[str, Any]:
         self._seq += 1
         record = {"event": event, "seq": self._seq, "elapsed_s": round(time.monotonic() - self._start, 3), **fields}
-        record = json.loads(json.dumps(record, default=_default, ensure_ascii=False))
+        record = redact_data(json.loads(json.dumps(record, default=_default, ensure_ascii=False)))
         self.events.append(record)
         if self._fh:
             self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from briefroom.errors import ConfigError
+from briefroom.protocol.redaction import redact_text
 
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".rst"}
 HTML_SUFFIXES = {".html", ".htm"}
@@ -104,6 +105,8 @@ def load_document(path: Path, display_path: str | None = None) -> Document | Non
         return None
     if not text:
         return None
+    # Secrets in documents never reach the index, a prompt, a report or a log.
+    text = redact_text(text)
     return Document(source_id=source_id_for(text), title=title, path=display_path or str(path), text=text)
 
 

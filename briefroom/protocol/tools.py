@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import EngineeringFailure
+from briefroom.protocol.redaction import redact_data
 
 SOURCE_ID_PATTERN = r"^S[0-9a-f]{8}$"
 
@@ -118,7 +119,8 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str) -> ToolOutcome:
                            {"error": "contract_error", "tool": tool.name,
                             "message": f"arguments do not match the schema: {_short(exc)}"})
     try:
-        result = tool.result_model.model_validate(tool.run(args).model_dump())
+        # Redacted before validation and before anything downstream (envelope, state, log) sees it.
+        result = tool.result_model.model_validate(redact_data(tool.run(args).model_dump()))
     except EngineeringFailure as exc:
         return ToolOutcome(call_id, tool.name, args.model_dump(), None, exc.payload())
     except Exception as exc:  # a tool bug must not kill the run; it is reported

@@ -1,0 +1,152 @@
+"""One redactor for every boundary where text enters a prompt or leaves the process.
+
+Rules are public token formats (prefixes and lengths published by each vendor) plus
+context rules (a secret-looking key next to a value, credentials in URLs and headers,
+PEM blocks) and base64: a long base64 run that decodes to text containing a secret
+is replaced whole. A rule runs only when its literal anchor occurs in the text, so a
+50 KB tool output costs a few substring tests and one or two regex passes. A hit becomes a typed marker such as `[REDACTED:GITHUB_TOKEN]`; the
+audit keeps label, position and a hash prefix, never the value. Markers match no
+rule, so redaction is idempotent.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+from dataclasses import dataclass
+
+from briefroom.errors import FatalBreaker
+
+_SECRET_KEY = r"(?:api[_-]?key|apikey|secret(?:[_-]?key)?|client[_-]?secret|access[_-]?token|auth[_-]?token|" \
+              r"token|private[_-]?key|aws_secret_access_key|password|passwd|pwd|credentials?)"
+
+# PEM blocks span lines and may sit right after a "key=" that another rule would take
+# first, so they get their own pass before the rest.
+_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----")
+
+# (label, anchors, pattern). A rule runs only if one of its anchors (lower-case
+# literals) occurs in the text: one `in` test instead of a regex pass, which is what
+# keeps a 50 KB tool output fast. Where two matches overlap, the earlier one wins.
+RULES: list[tuple[str, tuple[str, ...], str]] = [
+    ("GITHUB_TOKEN", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"\bgh[pousr]_[A-Za-z0-9]{36,255}\b"),
+    ("GITHUB_TOKEN", ("github_pat_",), r"\bgithub_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b"),
+    ("GITLAB_TOKEN", ("glpat-",), r"\bglpat-[A-Za-z0-9_\-]{20,}"),
+    ("ANTHROPIC_KEY", ("sk-ant-",), r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_\-]{80,}"),
+    ("OPENAI_KEY", ("sk-proj-", "sk-svcacct-", "sk-admin-"), r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}"),
+    ("OPENAI_KEY", ("sk-",), r"\bsk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}\b|\bsk-[A-Za-z0-9]{48}\b"),
+    ("AWS_ACCESS_KEY_ID", ("akia", "asia", "abia", "acca", "agpa", "aida", "aipa", "anpa", "anva", "aroa", "apka",
+                           "asca"),
+     r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}\b"),
+    ("GOOGLE_API_KEY", ("aiza",), r"\bAIza[0-9A-Za-z_\-]{35}\b"),
+    ("SLACK_WEBHOOK", ("hooks.slack.com",),
+     r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+"),
+    ("SLACK_TOKEN", ("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxe-"), r"\bxox[abpre]-[A-Za-z0-9\-]{10,}"),
+    ("STRIPE_KEY", ("_live_", "_test_"), r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b"),
+    ("NPM_TOKEN", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b"),
+    ("PYPI_TOKEN", ("pypi-",), r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}"),
+    ("SENDGRID_KEY", ("sg.",), r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b"),
+    ("TWILIO_KEY", ("sk",), r"\bSK[0-9a-fA-F]{32}\b"),
+    ("AZURE_STORAGE_KEY", ("==",), r"AccountKey=[A-Za-z0-9+/]{86}==|\b[A-Za-z0-9+/]{86}==(?=\s|;|\"|'|$)"),
+    ("JWT", ("eyj",), r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    ("AUTH_HEADER", ("authorization",), r"(?i:(?<=authorization: )(?:bearer|basic|token) [A-Za-z0-9._~+/\-]+=*)"),
+    ("AUTH_HEADER", ("bearer",), r"(?i:\bbearer [A-Za-z0-9._~+/\-]{16,}=*)"),
+    ("URL_CREDENTIALS", ("@",), r"(?<=://)[^\s:/@]+:[^\s@/]+(?=@)"),
+    ("SECRET_ASSIGNMENT", ("key", "secret", "token", "passw", "pwd", "credential"),
+     r"(?<![A-Za-z0-9])(?i:" + _SECRET_KEY + r")[\"']?\s*[:=]\s*[\"']?(?!\[REDACTED)(?!(?i:" + _SECRET_KEY +
+     r")[\"']?\s*[:=])(?P<value>[^\s\"',;]{6,})"),
+]
+_COMPILED = [(label, anchors, re.compile(pattern)) for label, anchors, pattern in RULES]
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
+MARKER = re.compile(r"\[REDACTED:[A-Z0-9_]+\]")
+
+
+@dataclass(frozen=True)
+class Finding:
+    label: str
+    start: int
+    hash_prefix: str  # sha256 of the value, first 12 hex digits: enough to correlate, not to recover
+
+
+def _scan(text: str) -> tuple[str, list[Finding]]:
+    lower = text.lower()
+    spans: list[tuple[int, int, str]] = []
+    for label, anchors, pattern in _COMPILED:
+        if not any(a in lower for a in anchors):
+            continue
+        for m in pattern.finditer(text):
+            start, end = m.span("value") if label == "SECRET_ASSIGNMENT" else m.span()  # keep the key
+            spans.append((start, end, label))
+    spans.sort(key=lambda s: (s[0], -s[1]))
+    findings: list[Finding] = []
+    out: list[str] = []
+    last = 0
+    for start, end, label in spans:
+        if start < last:
+            continue  # overlaps a match already replaced
+        out.append(text[last:start])
+        out.append(f"[REDACTED:{label}]")
+        findings.append(Finding(label, start, hashlib.sha256(text[start:end].encode()).hexdigest()[:12]))
+        last = end
+    out.append(text[last:])
+    return "".join(out), findings
+
+
+def _contains_secret(text: str) -> bool:
+    lower = text.lower()
+    return any(any(a in lower for a in anchors) and pattern.search(text) for _, anchors, pattern in _COMPILED)
+
+
+def _decoded_secret(blob: str) -> bool:
+    try:
+        raw = base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True)
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return False
+    return _contains_secret(decoded)
+
+
+def redact(text: str) -> tuple[str, list[Finding]]:
+    """`text` with every secret replaced by a typed marker, and what was found."""
+    findings: list[Finding] = []
+    if "-----BEGIN" in text:
+        def pem(m: re.Match[str]) -> str:
+            findings.append(Finding("PRIVATE_KEY", m.start(), hashlib.sha256(m.group(0).encode()).hexdigest()[:12]))
+            return "[REDACTED:PRIVATE_KEY]"
+
+        text = _PEM.sub(pem, text)
+    redacted, more = _scan(text)
+    findings += more
+    if _BASE64_RUN.search(redacted):
+        def swap(m: re.Match[str]) -> str:
+            if _decoded_secret(m.group(0)):
+                findings.append(Finding("BASE64_SECRET", m.start(), hashlib.sha256(m.group(0).encode()).hexdigest()[:12]))
+                return "[REDACTED:BASE64_SECRET]"
+            return m.group(0)
+
+        redacted = _BASE64_RUN.sub(swap, redacted)
+    return redacted, findings
+
+
+def redact_text(text: str) -> str:
+    return redact(text)[0]
+
+
+def assert_no_secrets(text: str, where: str) -> None:
+    """Stop the run if a secret is about to cross a boundary. Never 'log and continue'."""
+    _, findings = redact(text)
+    if findings:
+        labels = ", ".join(sorted({f.label for f in findings}))
+        raise FatalBreaker(f"a secret ({labels}) was about to enter {where}; the call was not made")
+
+
+def redact_data(value: object) -> object:
+    """Redact every string inside nested dicts and lists (run log records, tool results)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_data(v) for v in value]
+    return value

@@ -1,0 +1,47 @@
+"""A corpus full of planted secrets: none of them reaches the run directory or the index.
+
+Every file the run writes (report, sources, charter, run log, checkpoints, llama log)
+and every file of the data directory (chromadb, SQLite document store) is scanned as
+bytes for each secret value.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from briefroom.config import Settings
+from briefroom.run import ResearchRequest, run_research
+from tests.secret_samples import contexts, samples, secret_value
+
+
+def plant(corpus: Path) -> list[str]:
+    values = []
+    for i, (name, secret) in enumerate(samples()):
+        body = "\n\n".join(contexts(name, secret).values())
+        (corpus / f"incident-{i:02d}.md").write_text(
+            f"# Incident {i}: cloud spend review\n\nCloud spending rose 12% in 2026 after incident {i}.\n\n{body}\n")
+        values.append(secret_value(secret))
+    return values
+
+
+def scan(root: Path, values: list[str]) -> list[tuple[str, str]]:
+    leaks = []
+    for path in root.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            leaks += [(str(path.relative_to(root)), v[:12]) for v in values if v.encode() in data]
+    return leaks
+
+
+def test_no_planted_secret_is_written_anywhere(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    values = plant(corpus)
+    data, out = tmp_path / "data", tmp_path / "run"
+    question = f"How much did cloud spending rise in 2026? (my key is {samples()[0][1]})"
+    run_research(ResearchRequest(question=question, corpus=[corpus], out=out),
+                 Settings(model="test", rounds=2, data_dir=data))
+    assert (out / "report.md").is_file()
+    assert scan(out, values + [samples()[0][1]]) == []
+    assert scan(data, values) == []
+    assert "[REDACTED:" in (out / "run.jsonl").read_text()
