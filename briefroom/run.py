@@ -129,9 +129,13 @@ def run_research(request: ResearchRequest, settings: Settings,
                     handle.structured_mode, handle.context_window = recorded.structured_mode, recorded.context_window
             log.event("models", handles={n: {"provider": h.provider, "model": h.model_name, "label": h.label}
                                          for n, h in pool.handles.items()})
-            from briefroom.protocol.tools import corpus_tools
+            from briefroom.protocol.artifacts import ArtifactStore
+            from briefroom.protocol.tools import artifact_tool, corpus_tools
 
-            ctx = RunContext(bus=bus, models=pool, counter=TokenCounter(encoding_for_model(settings.model or "")), log=log, tools=corpus_tools(index),
+            store = ArtifactStore(run_dir / "artifacts")
+            tools = {**corpus_tools(index), "read_artifact": artifact_tool(store)}
+            counter = TokenCounter(encoding_for_model(settings.model or ""))
+            ctx = RunContext(bus=bus, models=pool, counter=counter, log=log, tools=tools, artifacts=store,
                              index=index, progress=progress or (lambda *_: None),
                              context_strategy=settings.context, max_tokens=settings.max_tokens)
             saver = open_checkpointer(run_dir / "checkpoints.sqlite")

@@ -248,7 +248,7 @@ class Turn:
         outcomes: list[ToolOutcome] = []
         forced = handle.tool_mode == "first"
         for turn in range(1 if forced else max_turns):
-            if turn and self.finishing:
+            if self.finishing:
                 break  # results so far are enough; the budget is for the Writer now
             if turn and sum(self.ctx.counter.count(str(m.content)) for m in messages) > prompt.budget:
                 # Tool results would push the prompt past the role's budget: stop calling tools.
@@ -271,11 +271,12 @@ class Turn:
                                           {"error": "contract_error", "message": f"no tool named {call['name']!r}"})
                 else:
                     outcome = run_tool(tool, call_id, call["args"])
-                env = envelope(outcome, self.ctx.counter)
+                env = envelope(outcome, self.ctx.counter, store=self.ctx.artifacts)
                 if outcome.result is not None:
                     self.ctx.transcript.append(outcome.result.model_dump_json())
                 self.ctx.log.event("tool_result", agent=self.role.name, round=self.round, tool=outcome.tool,
                                    call_id=call_id, ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
+                                   artifact=env.artifact,
                                    error=outcome.error)
                 outcomes.append(outcome)
                 messages.append(ToolMessage(content=env.text, tool_call_id=call_id))

@@ -17,6 +17,7 @@ from briefroom.runlog import RunLog
 if TYPE_CHECKING:
     from briefroom.corpus.index import CorpusIndex
     from briefroom.llm import ModelPool
+    from briefroom.protocol.artifacts import ArtifactStore
     from briefroom.protocol.tools import Tool
 
 
@@ -31,6 +32,7 @@ class RunContext:
     counter: TokenCounter
     log: RunLog
     tools: dict[str, "Tool"] = field(default_factory=dict)
+    artifacts: "ArtifactStore | None" = None  # offloaded tool results of this run
     index: "CorpusIndex | None" = None
     progress: Callable[[int, str, str], None] = _quiet
     context_strategy: str = "layered"  # or "naive", the append-everything baseline

@@ -35,6 +35,7 @@ class Material:
     task: str
     records: list[Record] = field(default_factory=list)
     message_ids: list[str] = field(default_factory=list)
+    _pointers: list[str] = field(default_factory=list)
 
     @classmethod
     def from_prompt(cls, prompt: str) -> "Material":
@@ -61,7 +62,8 @@ class Material:
                 records.extend(Record(s, (ref,), kind) for s in sentences(body))
         seen: set[str] = set()
         unique = [r for r in records if not (r.text in seen or seen.add(r.text))]
-        return cls(goal=goal, task=task, records=unique, message_ids=[m for m in message_ids if m])
+        return cls(goal=goal, task=task, records=unique, message_ids=[m for m in message_ids if m],
+                   _pointers=re.findall(r"art:[0-9a-f]{16}", prompt))
 
     def ranked(self) -> list[Record]:
         """Conclusions first, then by overlap with goal+task, numbers preferred; stable."""
@@ -74,6 +76,10 @@ class Material:
             return (-(overlap + bonus), pos)
 
         return [rec for _, rec in sorted(enumerate(self.records), key=score)]
+
+    def artifact_pointers(self) -> list[str]:
+        return list(dict.fromkeys(re.findall(r"art:[0-9a-f]{16}", self.task + " " + " ".join(
+            r.text for r in self.records)) + self._pointers))
 
     def source_ids(self) -> list[str]:
         return list(dict.fromkeys(ref for rec in self.records for ref in rec.refs))
@@ -97,6 +103,8 @@ def _records_from_tool_json(body: str) -> list[Record]:
     except json.JSONDecodeError:
         return []
     hits = payload.get("hits") if isinstance(payload, dict) else None
+    if hits is None and isinstance(payload, dict) and isinstance(payload.get("summary"), dict):
+        hits = payload["summary"].get("hits_top")  # an offloaded result: its summary lists the top hits
     if isinstance(hits, list):
         return [Record(s, (h["source_id"],), "passage") for h in hits if isinstance(h, dict) and "source_id" in h
                 for s in sentences(str(h.get("text", "")))]

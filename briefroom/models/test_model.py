@@ -69,6 +69,8 @@ def _tool_turn(messages: list[BaseMessage], tools: list[dict], material: Materia
         filler = SchemaFiller(fn.get("parameters", {}), material)
         if filler.needs_source_id() and not material.source_ids():
             continue  # nothing valid to pass yet; maybe next turn
+        if filler.needs("artifact") and not material.artifact_pointers():
+            continue
         args = filler.fill()
         call_id = "call_" + hashlib.sha256(f"{fn['name']}|{json.dumps(args, sort_keys=True)}".encode()).hexdigest()[:12]
         calls.append({"name": fn["name"], "args": args, "id": call_id, "type": "tool_call"})
@@ -88,7 +90,10 @@ class SchemaFiller:
         self._counters: dict[str, int] = {}
 
     def needs_source_id(self) -> bool:
-        return '"x-fill": "source_id"' in json.dumps(self.root)
+        return self.needs("source_id")
+
+    def needs(self, hint: str) -> bool:
+        return f'"x-fill": "{hint}"' in json.dumps(self.root)
 
     def fill(self) -> Any:
         return self._value(self.root, record=None)
@@ -115,7 +120,10 @@ class SchemaFiller:
             if wants_record and self._ranked:
                 record = self._ranked[self._record_cursor % len(self._ranked)]
                 self._record_cursor += 1
-            return {name: self._value(sub, record) for name, sub in schema.get("properties", {}).items()}
+            required = set(schema.get("required", []))
+            # Optional fields keep their defaults: a valid call says what it must, no more.
+            return {name: self._value(sub, record) for name, sub in schema.get("properties", {}).items()
+                    if name in required or "x-fill" in sub}
         if kind == "array":
             return self._array(schema, record)
         if "enum" in schema:  # "distinct" walks through the values (one verdict per id); else the first
@@ -168,6 +176,9 @@ class SchemaFiller:
         elif hint == "subquestion":
             parts = _subquestions(m.goal or m.task)
             text = parts[self._next("subquestion") % len(parts)]
+        elif hint == "artifact":
+            pointers = m.artifact_pointers()
+            text = pointers[0] if pointers else "art:0000000000000000"
         elif hint == "source_id":
             ids = m.source_ids()
             text = ids[0] if ids else "S00000000"

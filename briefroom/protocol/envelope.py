@@ -1,7 +1,9 @@
 """ToolResultEnvelope: the only way a tool result reaches a prompt.
 
-Skeleton version: serialise, trim to the tool's token budget, mark as untrusted data,
-keep the tool_call_id. Redaction and offloading plug in here (issue 4).
+validate + redact (in `run_tool`, on the untrimmed result) -> offload a payload over
+the threshold to the run's artifact store, leaving pointer + structured summary +
+size -> trim to the tool's token budget -> mark as untrusted data -> route back with
+its own tool_call_id.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import json
 
 from pydantic import BaseModel
 
+from briefroom.protocol.artifacts import ArtifactStore, summarize
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.context import mark_data
 from briefroom.protocol.tools import ToolOutcome
@@ -22,15 +25,27 @@ class ToolResultEnvelope(BaseModel):
     text: str  # what the model sees, already marked as data
     full_bytes: int
     trimmed: bool
+    artifact: str | None = None  # pointer when the full payload was offloaded
 
 
-def envelope(outcome: ToolOutcome, counter: TokenCounter, max_tokens: int = 1200) -> ToolResultEnvelope:
+OFFLOAD_BYTES = 2048
+
+
+def envelope(outcome: ToolOutcome, counter: TokenCounter, max_tokens: int = 1200,
+             store: ArtifactStore | None = None, offload_bytes: int = OFFLOAD_BYTES) -> ToolResultEnvelope:
     payload = outcome.result.model_dump() if outcome.result is not None else outcome.error
     raw = json.dumps(payload, ensure_ascii=False, indent=1)
-    text = counter.head(raw, max_tokens)
-    trimmed = text != raw
+    pointer = None
+    shown = raw
+    if store is not None and outcome.ok and len(raw.encode()) > offload_bytes:
+        pointer = store.put(raw)
+        shown = json.dumps({"artifact": pointer, "bytes": len(raw.encode()), "summary": summarize(payload),
+                            "more": f"read_artifact(pointer='{pointer}', fields=[...]) or a character range"},
+                           ensure_ascii=False, indent=1)
+    text = counter.head(shown, max_tokens)
+    trimmed = text != shown
     if trimmed:
         text += f"\n... [trimmed: {counter.count(raw)} tokens in full]"
     return ToolResultEnvelope(tool_call_id=outcome.call_id, tool=outcome.tool, ok=outcome.ok,
                               text=mark_data("tool_result", text, tool=outcome.tool, call=outcome.call_id),
-                              full_bytes=len(raw.encode()), trimmed=trimmed)
+                              full_bytes=len(raw.encode()), trimmed=trimmed, artifact=pointer)

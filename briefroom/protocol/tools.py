@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from briefroom.corpus.index import CorpusIndex
+from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.errors import EngineeringFailure
 from briefroom.protocol.redaction import redact_data
 
@@ -55,6 +56,19 @@ class ReadSourceResult(BaseModel):
     text: str
 
 
+class ReadArtifactArgs(BaseModel):
+    pointer: str = Field(pattern=r"^art:[0-9a-f]{16}$", description="pointer from an offloaded tool result",
+                         json_schema_extra={"x-fill": "artifact"})
+    fields: list[str] = Field(default_factory=list, max_length=8, description="JSON fields to keep, e.g. text")
+    start: int = Field(default=0, ge=0)
+    end: int | None = Field(default=None, ge=0, description="character range end (at most 6000 characters)")
+
+
+class ReadArtifactResult(BaseModel):
+    pointer: str
+    content: str
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
@@ -84,6 +98,20 @@ class ToolOutcome:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+MAX_ARTIFACT_SLICE = 6000
+
+
+def artifact_tool(store: ArtifactStore) -> Tool:
+    def read_artifact(args: BaseModel) -> BaseModel:
+        assert isinstance(args, ReadArtifactArgs)
+        end = min(args.end if args.end is not None else args.start + MAX_ARTIFACT_SLICE,
+                  args.start + MAX_ARTIFACT_SLICE)
+        return ReadArtifactResult(pointer=args.pointer, content=store.read(args.pointer, args.fields, args.start, end))
+
+    return Tool("read_artifact", "Read part of an offloaded tool result: chosen fields or a character range.",
+                ReadArtifactArgs, ReadArtifactResult, read_artifact)
 
 
 def corpus_tools(index: CorpusIndex) -> dict[str, Tool]:

@@ -1,0 +1,55 @@
+"""Offloading large tool results: pointer + summary + size in the prompt, drill-down tool."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from briefroom.errors import EngineeringFailure
+from briefroom.protocol.artifacts import ArtifactStore
+from briefroom.protocol.budget import TokenCounter
+from briefroom.protocol.envelope import envelope
+from briefroom.protocol.tools import (LocalSearchResult, ReadArtifactArgs, SearchHit, ToolOutcome, artifact_tool,
+                                      run_tool)
+
+
+def big_outcome(n: int = 12) -> ToolOutcome:
+    hits = [SearchHit(source_id=f"S{i:08x}", chunk_id=f"S{i:08x}:0", title=f"Doc {i}", start=0, end=400,
+                      text=f"Passage {i}: spending grew {i}% in 2026. " * 10, score=0.5) for i in range(n)]
+    return ToolOutcome("call_7", "local_search", {"query": "q"}, LocalSearchResult(hits=hits), None)
+
+
+def test_large_results_are_offloaded_with_pointer_summary_and_size(tmp_path):
+    store = ArtifactStore(tmp_path / "artifacts")
+    env = envelope(big_outcome(), TokenCounter(), store=store)
+    assert env.artifact and env.artifact.startswith("art:")
+    assert env.tool_call_id == "call_7"
+    shown = json.loads(env.text.split("\n", 1)[1].rsplit("\n</data>", 1)[0])
+    assert shown["artifact"] == env.artifact and shown["bytes"] == env.full_bytes > 2048
+    assert shown["summary"]["hits_count"] == 12 and len(shown["summary"]["hits_top"]) == 3
+    assert len(env.text.encode()) < env.full_bytes / 3
+    again = envelope(big_outcome(), TokenCounter(), store=store)
+    assert again.artifact == env.artifact and len(list((tmp_path / "artifacts").iterdir())) == 1
+
+
+def test_small_results_stay_inline(tmp_path):
+    env = envelope(big_outcome(1), TokenCounter(), store=ArtifactStore(tmp_path))
+    assert env.artifact is None and "Passage 0" in env.text
+
+
+def test_read_artifact_by_fields_and_range(tmp_path):
+    store = ArtifactStore(tmp_path)
+    pointer = envelope(big_outcome(), TokenCounter(), store=store).artifact
+    tool = artifact_tool(store)
+    by_field = run_tool(tool, "c1", {"pointer": pointer, "fields": ["source_id"]})
+    assert json.loads(by_field.result.content) == {"hits": [{"source_id": f"S{i:08x}"} for i in range(12)]}
+    by_range = run_tool(tool, "c2", {"pointer": pointer, "start": 0, "end": 50})
+    assert len(by_range.result.content) == 50
+    missing = run_tool(tool, "c3", {"pointer": "art:" + "0" * 16})
+    assert missing.error["error"] == "engineering_failure" and "no artifact" in missing.error["message"]
+    bad = run_tool(tool, "c4", {"pointer": "../../etc/passwd"})
+    assert bad.error["error"] == "contract_error"
+    with pytest.raises(EngineeringFailure):
+        store.get("not-a-pointer")
+    ReadArtifactArgs(pointer=pointer)
