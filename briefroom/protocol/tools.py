@@ -15,8 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from briefroom.corpus.index import CorpusIndex
-from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.errors import EngineeringFailure
+from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.redaction import redact_data
 
 SOURCE_ID_PATTERN = r"^S[0-9a-f]{8}$"

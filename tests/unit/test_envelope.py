@@ -10,8 +10,14 @@ from briefroom.errors import EngineeringFailure
 from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.envelope import envelope
-from briefroom.protocol.tools import (LocalSearchResult, ReadArtifactArgs, SearchHit, ToolOutcome, artifact_tool,
-                                      run_tool)
+from briefroom.protocol.tools import (
+    LocalSearchResult,
+    ReadArtifactArgs,
+    SearchHit,
+    ToolOutcome,
+    artifact_tool,
+    run_tool,
+)
 
 
 def big_outcome(n: int = 12) -> ToolOutcome:
