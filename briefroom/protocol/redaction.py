@@ -59,7 +59,6 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
 ]
 _COMPILED = [(label, anchors, re.compile(pattern)) for label, anchors, pattern in RULES]
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
-MARKER = re.compile(r"\[REDACTED:[A-Z0-9_]+\]")
 
 
 @dataclass(frozen=True)
@@ -94,6 +93,8 @@ def _scan(text: str) -> tuple[str, list[Finding]]:
 
 
 def _contains_secret(text: str) -> bool:
+    if "-----BEGIN" in text and _PEM.search(text):
+        return True
     lower = text.lower()
     return any(any(a in lower for a in anchors) and pattern.search(text) for _, anchors, pattern in _COMPILED)
 
