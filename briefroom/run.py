@@ -49,6 +49,7 @@ class ResearchRequest:
     cassette: Cassette | None = None
     replay_handles: dict[str, Any] | None = None  # scenario.RecordedHandle per role
     models: ModelPool | None = None  # bring your own LangChain chat models (tests, library use)
+    tools: dict[str, Any] = field(default_factory=dict)  # replace or add tools by name (protocol.tools.Tool)
 
 
 @dataclass
@@ -133,7 +134,7 @@ def run_research(request: ResearchRequest, settings: Settings,
             from briefroom.protocol.tools import artifact_tool, corpus_tools
 
             store = ArtifactStore(run_dir / "artifacts")
-            tools = {**corpus_tools(index), "read_artifact": artifact_tool(store)}
+            tools = {**corpus_tools(index), "read_artifact": artifact_tool(store), **request.tools}
             counter = TokenCounter(encoding_for_model(settings.model or ""))
             ctx = RunContext(bus=bus, models=pool, counter=counter, log=log, tools=tools, artifacts=store,
                              index=index, progress=progress or (lambda *_: None),

@@ -49,7 +49,8 @@ class CorpusIndex:
                                                  settings=ChromaSettings(anonymized_telemetry=False))
         self._chunks = self._client.get_or_create_collection(
             COLLECTION, metadata={"hnsw:space": "cosine"}, embedding_function=None)
-        self._db = sqlite3.connect(self.root / "documents.sqlite")
+        # Tools run in a worker thread (for timeouts); calls are serialised, so sharing is safe.
+        self._db = sqlite3.connect(self.root / "documents.sqlite", check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.execute("CREATE TABLE IF NOT EXISTS documents (source_id TEXT PRIMARY KEY, title TEXT, "

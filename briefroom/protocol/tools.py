@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Literal
 
@@ -76,6 +78,7 @@ class Tool:
     args_model: type[BaseModel]
     result_model: type[BaseModel]
     run: Callable[[BaseModel], BaseModel]
+    timeout_s: float = 30.0  # a tool that hangs becomes an EngineeringFailure, not a hung run
 
     def definition(self) -> dict:
         """OpenAI function-tool definition (what `bind_tools` and the prompt show)."""
@@ -147,14 +150,38 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str) -> ToolOutcome:
                            {"error": "contract_error", "tool": tool.name,
                             "message": f"arguments do not match the schema: {_short(exc)}"})
     try:
+        raw = _with_timeout(tool, args)
+        if not isinstance(raw, BaseModel):
+            raise EngineeringFailure(f"{tool.name} returned {type(raw).__name__}, not {tool.result_model.__name__}",
+                                     tool=tool.name)
         # Redacted before validation and before anything downstream (envelope, state, log) sees it.
-        result = tool.result_model.model_validate(redact_data(tool.run(args).model_dump()))
+        result = tool.result_model.model_validate(redact_data(raw.model_dump()))
+    except ValidationError as exc:
+        failure = EngineeringFailure(f"{tool.name} returned a result that does not match its schema: {_short(exc)}",
+                                     tool=tool.name)
+        return ToolOutcome(call_id, tool.name, args.model_dump(), None, failure.payload())
     except EngineeringFailure as exc:
         return ToolOutcome(call_id, tool.name, args.model_dump(), None, exc.payload())
     except Exception as exc:  # a tool bug must not kill the run; it is reported
         failure = EngineeringFailure(f"{type(exc).__name__}: {exc}", tool=tool.name)
         return ToolOutcome(call_id, tool.name, args.model_dump(), None, failure.payload())
     return ToolOutcome(call_id, tool.name, args.model_dump(), result, None)
+
+
+def _with_timeout(tool: Tool, args: BaseModel) -> BaseModel:
+    """Run the tool in a worker thread and stop waiting after its timeout.
+
+    Python cannot kill the thread; it finishes in the background and its result is
+    discarded. The run goes on with a structured error instead of hanging.
+    """
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"tool-{tool.name}")
+    future = pool.submit(tool.run, args)
+    try:
+        return future.result(timeout=tool.timeout_s)
+    except FutureTimeout:
+        raise EngineeringFailure(f"{tool.name} timed out after {tool.timeout_s:g}s", tool=tool.name) from None
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _short(exc: Exception) -> str:

@@ -17,8 +17,11 @@ KEY_FIGURES_HEADING = "Key figures (quoted verbatim from the sources)"
 class Claim(BaseModel):
     text: str = Field(min_length=3, description="one sentence; numbers exactly as in the sources",
                       json_schema_extra={"x-fill": "evidence.text"})
-    source_ids: list[str] = Field(min_length=1, max_length=3, description="ids of the sources backing it",
-                                  json_schema_extra={"x-fill": "evidence.refs"})
+    # The schema asks models for at least one source (small models otherwise send empty
+    # lists); validation accepts none, so an honest "no evidence" statement can be
+    # represented, and the Critic's checks decide what an uncited claim may do.
+    source_ids: list[str] = Field(max_length=3, description="ids of the sources backing it",
+                                  json_schema_extra={"x-fill": "evidence.refs", "minItems": 1})
 
 
     @field_validator("source_ids")
