@@ -197,18 +197,26 @@ class Turn:
         completion = usage.get("output_tokens") or self.ctx.counter.count(
             str(reply.content) + json.dumps([tc["args"] for tc in reply.tool_calls]))
         self._calls += 1
-        prompt_tokens = sum(self.ctx.counter.count(str(m.content)) for m in messages)
+        turns = self._turn_tokens(prompt, messages)
+        prompt_tokens = prompt.total_tokens + turns
         self.ctx.tokens_used += prompt_tokens + completion
-        # Tool results and correction turns come after the built prompt: count them too.
-        sections = {**prompt.section_tokens, "turns": max(prompt_tokens - prompt.total_tokens, 0)}
+        sections = {**prompt.section_tokens, "turns": turns}
+        build = prompt.stats.summary()
         self.ctx.log.event("llm_call", agent=self.role.name, round=self.round, purpose=purpose, attempt=attempt,
                            provider=handle.provider, model=handle.model_name, messages=serialize_messages(messages),
                            sections=sections, prompt_tokens=prompt_tokens, budget=prompt.budget,
                            use_pct=round(100 * prompt_tokens / prompt.budget, 1), prefix_hash=prompt.prefix_hash,
-                           build=prompt.stats.summary(), compaction=bool(prompt.stats.summary()["changes"]),
+                           build=build, compaction=bool(build["changes"]),
                            strategy=self.ctx.context_strategy, completion_tokens=completion,
                            latency_ms=round(latency * 1000, 1), response=serialize_messages([reply])[0])
-        self.ctx.progress(self.round, self.role.name, f"{purpose} ({prompt.total_tokens}/{prompt.budget} tokens)")
+        self.ctx.progress(self.round, self.role.name, f"{purpose} ({prompt_tokens}/{prompt.budget} tokens)")
+
+    def _turn_tokens(self, prompt: BuiltPrompt, messages: list[BaseMessage]) -> int:
+        """Tokens of the tool results and correction turns appended after the built prompt.
+
+        The builder already counted its own sections; only what came after is counted here.
+        """
+        return sum(self.ctx.counter.count(str(m.content)) for m in messages[len(prompt.messages):])
 
     def ask(self, task: str, output: type[T], *, material: list[Item] | None = None, facts: list[Fact] | None = None,
             enums: dict[str, list[str]] | None = None, check: Callable[[T], list[str]] | None = None) -> T:
@@ -250,7 +258,7 @@ class Turn:
         for turn in range(1 if forced else max_turns):
             if self.finishing:
                 break  # results so far are enough; the budget is for the Writer now
-            if turn and sum(self.ctx.counter.count(str(m.content)) for m in messages) > prompt.budget:
+            if turn and prompt.total_tokens + self._turn_tokens(prompt, messages) > prompt.budget:
                 # Tool results would push the prompt past the role's budget: stop calling tools.
                 self.ctx.log.event("budget_stop", agent=self.role.name, round=self.round, budget=prompt.budget)
                 break
