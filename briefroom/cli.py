@@ -207,8 +207,7 @@ def replay(
     try:
         scenario = Scenario.load(scenario_dir)
         cassette = Cassette.load(scenario_dir)
-        settings = _settings(data_dir=data_dir, rounds=scenario.rounds, max_revisions=scenario.max_revisions,
-                             model="test")
+        settings = _settings(data_dir=data_dir, rounds=scenario.rounds, max_revisions=scenario.max_revisions)
         run_dir = out or Path(tempfile.mkdtemp(prefix=f"briefroom-replay-{scenario.name}-"))
         request = ResearchRequest(question=scenario.question, corpus=[scenario.corpus_dir(scenario_dir)],
                                   out=run_dir, constraints=scenario.constraints,

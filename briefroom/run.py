@@ -31,9 +31,11 @@ from briefroom.graph.summary import SUMMARIZER
 from briefroom.llm import ModelPool, build_pool, needs_embedded_server
 from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer
+from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter, encoding_for_model
 from briefroom.protocol.messages import MsgType, Priority, make_message
 from briefroom.protocol.redaction import redact_text
+from briefroom.protocol.tools import artifact_tool, corpus_tools
 from briefroom.runlog import RunLog
 
 
@@ -130,9 +132,6 @@ def run_research(request: ResearchRequest, settings: Settings,
                     handle.structured_mode, handle.context_window = recorded.structured_mode, recorded.context_window
             log.event("models", handles={n: {"provider": h.provider, "model": h.model_name, "label": h.label}
                                          for n, h in pool.handles.items()})
-            from briefroom.protocol.artifacts import ArtifactStore
-            from briefroom.protocol.tools import artifact_tool, corpus_tools
-
             store = ArtifactStore(run_dir / "artifacts")
             tools = {**corpus_tools(index), "read_artifact": artifact_tool(store), **request.tools}
             counter = TokenCounter(encoding_for_model(settings.model or ""))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn, passage_items
+from briefroom.graph.reducers import merge_sources
 from briefroom.graph.state import Passage, SourceRecord
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
@@ -61,16 +62,14 @@ class Findings(BaseModel):
 
 
 def _records(outcomes) -> list[SourceRecord]:
+    """One SourceRecord per source hit, passages merged by the state's own reducer."""
     records: dict[str, SourceRecord] = {}
     for outcome in outcomes:
         if isinstance(outcome.result, LocalSearchResult):
             for hit in outcome.result.hits:
-                rec = SourceRecord(source_id=hit.source_id, title=hit.title, path="",
-                                   passages=(Passage(chunk_id=hit.chunk_id, start=hit.start, end=hit.end,
-                                                     text=hit.text),))
-                old = records.get(hit.source_id)
-                records[hit.source_id] = rec if old is None else old.model_copy(
-                    update={"passages": old.passages + tuple(p for p in rec.passages if p not in old.passages)})
+                passage = Passage(chunk_id=hit.chunk_id, start=hit.start, end=hit.end, text=hit.text)
+                records = merge_sources(records, {hit.source_id: SourceRecord(
+                    source_id=hit.source_id, title=hit.title, path=hit.path, passages=(passage,))})
     return list(records.values())
 
 
@@ -88,7 +87,6 @@ def step(turn: Turn) -> None:
             outcomes.append(run_tool(turn.ctx.tools["local_search"], f"fallback-{instruction.msg_id}",
                                      LocalSearchArgs(query=question[:400]).model_dump()))
         records = _records(outcomes)
-        records = [_with_path(turn, r) for r in records]
         turn.add_sources(records)
         for outcome in outcomes:
             if isinstance(outcome.result, ReadSourceResult):
@@ -130,11 +128,6 @@ def step(turn: Turn) -> None:
             turn.publish(MsgType.CONCLUSION, fact.text, references=[fact.source_id], relation=instruction.msg_id,
                          structured={"question": question, "verbatim_fact": fact.fact_id}, priority=Priority.P1)
         turn.note(f"searched: {question} -> {len(records)} source(s)")
-
-
-def _with_path(turn: Turn, record: SourceRecord) -> SourceRecord:
-    doc = turn.ctx.index.document(record.source_id) if turn.ctx.index else None
-    return record.model_copy(update={"path": doc.path, "title": doc.title}) if doc else record
 
 
 ROLE = Role(

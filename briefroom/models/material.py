@@ -34,7 +34,6 @@ class Material:
     goal: str
     task: str
     records: list[Record] = field(default_factory=list)
-    message_ids: list[str] = field(default_factory=list)
     _pointers: list[str] = field(default_factory=list)
 
     @classmethod
@@ -42,11 +41,9 @@ class Material:
         goal = _after(prompt, "Goal:") or ""
         task = prompt.rsplit("## Current task", 1)[-1].strip() if "## Current task" in prompt else prompt[-400:]
         records: list[Record] = []
-        message_ids: list[str] = []
         for kind, raw_attrs, body in _DATA.findall(prompt):
             attrs = dict(_ATTR.findall(raw_attrs))
             if kind == "message":
-                message_ids.append(attrs.get("id", ""))
                 refs = tuple(r for r in attrs.get("refs", "").split(",") if r)
                 if attrs.get("type") == "conclusion" and refs:
                     records.append(Record(body.strip(), refs, "conclusion", tuple(attrs.items())))
@@ -62,8 +59,7 @@ class Material:
                 records.extend(Record(s, (ref,), kind) for s in sentences(body))
         seen: set[str] = set()
         unique = [r for r in records if not (r.text in seen or seen.add(r.text))]
-        return cls(goal=goal, task=task, records=unique, message_ids=[m for m in message_ids if m],
-                   _pointers=re.findall(r"art:[0-9a-f]{16}", prompt))
+        return cls(goal=goal, task=task, records=unique, _pointers=re.findall(r"art:[0-9a-f]{16}", prompt))
 
     def ranked(self) -> list[Record]:
         """Conclusions first, then by overlap with goal+task, numbers preferred; stable."""

@@ -16,6 +16,7 @@ import binascii
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from briefroom.errors import FatalBreaker
 
@@ -134,11 +135,17 @@ def redact_text(text: str) -> str:
     return redact(text)[0]
 
 
+@lru_cache(maxsize=256)
+def _labels(text: str) -> frozenset[str]:
+    # A role's stable prefix and earlier turns are sent again on every call: scan each once.
+    return frozenset(f.label for f in redact(text)[1])
+
+
 def assert_no_secrets(text: str, where: str) -> None:
     """Stop the run if a secret is about to cross a boundary. Never 'log and continue'."""
-    _, findings = redact(text)
-    if findings:
-        labels = ", ".join(sorted({f.label for f in findings}))
+    found = _labels(text)
+    if found:
+        labels = ", ".join(sorted(found))
         raise FatalBreaker(f"a secret ({labels}) was about to enter {where}; the call was not made")
 
 

@@ -36,6 +36,7 @@ class SearchHit(BaseModel):
     source_id: str
     chunk_id: str
     title: str
+    path: str = ""
     start: int
     end: int
     text: str
@@ -122,7 +123,7 @@ def corpus_tools(index: CorpusIndex) -> dict[str, Tool]:
         assert isinstance(args, LocalSearchArgs)
         hits = index.search(args.query, args.k)
         return LocalSearchResult(hits=[SearchHit(source_id=h.source_id, chunk_id=h.chunk_id, title=h.title,
-                                                 start=h.start, end=h.end, text=h.text, score=h.score)
+                                                 path=h.path, start=h.start, end=h.end, text=h.text, score=h.score)
                                        for h in hits])
 
     def read_source(args: BaseModel) -> BaseModel:
