@@ -13,7 +13,7 @@ import click
 import typer
 from rich.console import Console
 
-from briefroom.config import Settings, parse_role_models
+from briefroom.config import Settings, parse_role_models, parse_section_values
 from briefroom.errors import BriefroomError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -59,6 +59,11 @@ def research(
     context: Annotated[Optional[str], typer.Option(help="layered (default) or naive: the append-everything baseline")] = None,
     max_tokens: Annotated[Optional[int], typer.Option(min=1000, help="run budget in tokens: at 85% only the Writer "
                                                       "works, at 100% the run stops")] = None,
+    share: Annotated[list[str], typer.Option("--share", help="SECTION=FRACTION of a role's budget a prompt section "
+                                             "fills first (memory, facts, summaries, whiteboard, sources, "
+                                             "worktable)")] = [],
+    floor: Annotated[list[str], typer.Option("--floor", help="SECTION=TOKENS a section always gets if it has "
+                                             "items")] = [],
     data_dir: DataDir = None,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary instead of the report")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
@@ -69,7 +74,8 @@ def research(
     try:
         settings = _settings(model=model, base_url=base_url, role_models=parse_role_models(role_model),
                              rounds=rounds, data_dir=data_dir, structured=structured, context=context,
-                             max_tokens=max_tokens)
+                             max_tokens=max_tokens, context_shares=parse_section_values(share, "--share", float),
+                             context_floors=parse_section_values(floor, "--floor", int))
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
                                               roles_dirs=list(roles_dir)), settings, progress=_progress(quiet))
     except BriefroomError as exc:
@@ -145,6 +151,8 @@ app.add_typer(bench_app, name="bench")
 @bench_app.command("context")
 def bench_context(
     rounds: Annotated[list[int], typer.Option("--rounds", min=1, max=200, help="rounds (repeatable)")] = [10, 30],
+    window: Annotated[int, typer.Option("--window", min=8_000, max=2_000_000,
+                                        help="model context window in tokens")] = 128_000,
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines only")] = False,
 ) -> None:
     """Layered vs naive prompts over a long synthetic run: tokens, slope, fact recall, build time."""
@@ -157,7 +165,7 @@ def bench_context(
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     for n in rounds:
-        result = module.run(n)
+        result = module.run(n, window)
         if as_json:
             sys.stdout.write(json.dumps(result) + "\n")
         else:
@@ -179,7 +187,7 @@ def roles(roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="fol
     except BriefroomError as exc:
         raise _fail(str(exc)) from None
     rows = [{"order": r.order, "name": r.name, "description": r.description, "tools": list(r.tools),
-             "budget_tokens": r.budget_tokens, "publishes": [t.value for t in r.publications],
+             "budget_tokens": r.budget_tokens, "finishing_duty": r.finishing_duty, "publishes": [t.value for t in r.publications],
              "subscribes": [s.msg_type.value + (f" from {'/'.join(s.senders)}" if s.senders else "")
                             for s in r.subscriptions]} for r in found]
     if as_json:
@@ -188,7 +196,8 @@ def roles(roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="fol
     for row in rows:
         stdout.print(f"{row['order']:>4}  [bold]{row['name']}[/]  {row['description']}\n"
                      f"      reads: {', '.join(row['subscribes']) or '-'}; publishes: {', '.join(row['publishes']) or '-'}; "
-                     f"tools: {', '.join(row['tools']) or '-'}; budget: {row['budget_tokens']} tokens")
+                     f"tools: {', '.join(row['tools']) or '-'}; budget: {row['budget_tokens']} tokens"
+                     + (f"; when finishing: {row['finishing_duty']}" if row["finishing_duty"] else ""))
 
 
 @app.command()

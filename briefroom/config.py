@@ -30,6 +30,8 @@ class Settings(BaseModel):
     context_window: int | None = None
     context: str = Field(default="layered", description="layered (default) or naive, the baseline")
     max_tokens: int | None = Field(default=None, ge=1000, description="run-level prompt+completion token budget")
+    context_shares: dict[str, float] = Field(default_factory=dict, description="section -> share of the budget")
+    context_floors: dict[str, int] = Field(default_factory=dict, description="section -> minimum tokens")
     temperature: float = 0.0
     request_timeout: float = 120.0
 
@@ -72,6 +74,31 @@ class Settings(BaseModel):
 
     def model_for(self, role: str) -> str | None:
         return self.role_models.get(role, self.model)
+
+
+# Dynamic prompt sections whose share of a role's budget a user may tune.
+CONTEXT_SECTIONS = ("memory", "facts", "summaries", "whiteboard", "sources", "worktable")
+
+
+def parse_section_values(pairs: list[str], flag: str, kind: type) -> dict:
+    """`--share facts=0.3` / `--floor whiteboard=300` pairs, checked against the sections."""
+    out = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        name = name.strip().lower()
+        if not sep or name not in CONTEXT_SECTIONS:
+            raise ConfigError(f"{flag} expects SECTION=VALUE with SECTION one of {', '.join(CONTEXT_SECTIONS)}; "
+                              f"got {pair!r}")
+        try:
+            value = kind(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{flag} {pair!r}: {raw.strip()!r} is not a{'n integer' if kind is int else ' number'}")\
+                from None
+        if (kind is float and not 0 < value <= 1) or (kind is int and value < 0):
+            raise ConfigError(f"{flag} {pair!r}: " + ("a share is a fraction in (0, 1]" if kind is float
+                                                      else "a floor is a token count >= 0"))
+        out[name] = value
+    return out
 
 
 def parse_role_models(pairs: list[str]) -> dict[str, str]:

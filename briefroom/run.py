@@ -137,7 +137,8 @@ def run_research(request: ResearchRequest, settings: Settings,
             counter = TokenCounter(encoding_for_model(settings.model or ""))
             ctx = RunContext(bus=bus, models=pool, counter=counter, log=log, tools=tools, artifacts=store,
                              index=index, progress=progress or (lambda *_: None),
-                             context_strategy=settings.context, max_tokens=settings.max_tokens)
+                             context_strategy=settings.context, max_tokens=settings.max_tokens,
+                             shares=settings.context_shares, floors=settings.context_floors)
             saver = open_checkpointer(run_dir / "checkpoints.sqlite")
             stack.callback(saver.conn.close)
             graph = build_graph(roles, bus, checkpointer=saver)

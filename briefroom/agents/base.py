@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -55,6 +56,14 @@ class Role:
     order: int = 100  # who speaks first when several roles have unread messages
     budget_tokens: int = 6000  # input budget; capped by the model's window
     description: str = ""
+    # What the role does once the run is finishing (85% of --max-tokens used):
+    # "draft" writes the report from what is known, "check" reviews that draft;
+    # roles without a duty stop working.
+    finishing_duty: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.finishing_duty not in (None, "draft", "check"):
+            raise ValueError(f"role {self.name!r}: finishing_duty must be 'draft', 'check' or None")
 
 
 def constrain_schema(schema: dict, enums: dict[str, list[str]]) -> dict:
@@ -104,12 +113,18 @@ class Turn:
 
     def __post_init__(self) -> None:
         board = self.state.get("whiteboard", [])
-        self.inbox = self.ctx.bus.inbox(self.role.name, board)
-        self.unread = self.ctx.bus.unread_of(self.inbox, self.state.get("seen", {}).get(self.role.name, []))
+        # The bus keeps each role's inbox incrementally; these lists are shared, read-only.
+        self.view = self.ctx.bus.view(self.role.name, board, self.state.get("seen", {}).get(self.role.name, []))
+        self.inbox = self.view.inbox
         self._calls = 0
         self._texts: dict[str, str] = {}  # source texts read this turn (one SQLite read each)
 
     # --- reading -------------------------------------------------------------------
+    @cached_property
+    def unread(self) -> list[AgentMessage]:
+        """Inbox messages this role has not read yet (fixed for the turn)."""
+        return list(self.view.unread.values())
+
     @property
     def round(self) -> int:
         return self.state.get("round", 1)
@@ -167,6 +182,10 @@ class Turn:
         self.ctx.log.event("bus_message", agent=self.role.name, round=self.round, message=message,
                            recipients=list(self.ctx.bus.recipients(message)))
         return message
+
+    def _clock(self) -> float:
+        """Now, on the scale of message timestamps (round * 1000 + sequence)."""
+        return self.round * 1000 + len(self.state.get("whiteboard", [])) + len(self.published) + 0.5
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -281,7 +300,7 @@ class Turn:
                     outcome = run_tool(tool, call_id, call["args"])
                 env = envelope(outcome, self.ctx.counter, store=self.ctx.artifacts)
                 if outcome.result is not None:
-                    self.ctx.transcript.append(outcome.result.model_dump_json())
+                    self.ctx.transcript.append((self._clock(), outcome.result.model_dump_json()))
                 self.ctx.log.event("tool_result", agent=self.role.name, round=self.round, tool=outcome.tool,
                                    call_id=call_id, ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
                                    artifact=env.artifact,

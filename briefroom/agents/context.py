@@ -36,6 +36,10 @@ class RunContext:
     index: "CorpusIndex | None" = None
     progress: Callable[[int, str, str], None] = _quiet
     context_strategy: str = "layered"  # or "naive", the append-everything baseline
-    transcript: list[str] = field(default_factory=list)  # raw tool outputs, for the naive baseline only
+    # Raw tool outputs with the time they arrived (message timestamp scale), for the
+    # naive baseline only: it interleaves them with the messages, as a chat log would.
+    transcript: list[tuple[float, str]] = field(default_factory=list)
     max_tokens: int | None = None  # run-level budget (prompt + completion tokens)
+    shares: dict[str, float] = field(default_factory=dict)  # overrides of the builder's section shares
+    floors: dict[str, int] = field(default_factory=dict)
     tokens_used: int = 0

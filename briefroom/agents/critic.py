@@ -150,6 +150,7 @@ ROLE = Role(
     output_schema=Review,
     step=step,
     order=30,
+    finishing_duty="check",
     budget_tokens=4000,
     description="verifies conclusions and reports",
 )

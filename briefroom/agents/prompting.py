@@ -16,6 +16,8 @@ from briefroom.graph.state import Fact
 from briefroom.prompts import load_template, render
 from briefroom.protocol.context import (
     DATA_NOTICE,
+    DEFAULT_FLOORS,
+    DEFAULT_SHARES,
     BuiltPrompt,
     ContextBuilder,
     Decision,
@@ -37,6 +39,7 @@ BOARD_CANDIDATES = 200
 # The latest summaries carry the thread; older rounds live on in facts (verbatim) and
 # in the archive. Showing every summary would make prompts grow with the run again.
 SUMMARY_WINDOW = 2
+FOCUS_FACTS = 3
 
 
 def render_charter(charter) -> str:
@@ -104,27 +107,44 @@ def passage_item(key: str, text: str, source_id: str, title: str, order: int, ta
                 if keep else None)
 
 
+def focus_items(facts: list[Fact], task: str) -> list[Item]:
+    """The few facts most relevant to the task, recited next to it.
+
+    The facts section sits early and in arrival order, so that it only grows at its end
+    and the prompt's prefix stays cacheable; models attend most to the end of a
+    prompt, so the best facts are repeated (verbatim, short) right before the task.
+    """
+    scored = sorted(((relevance(f.text, task), i, f) for i, f in enumerate(facts)), key=lambda t: (-t[0], t[1]))
+    top = [f for score, _, f in scored[:FOCUS_FACTS] if score > 0]
+    if not top:
+        return []
+    lines = "\n".join(f"- {f.text} [{f.source_id}]" for f in top)
+    return [Item("focus", "Most relevant facts for this task (repeated from the Facts section):\n"
+                 + mark_data("facts", lines), Priority.P1, 0, 1.0)]
+
+
 def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fact], schema: dict | None,
                    tools: list[dict] | None, budget: int) -> BuiltPrompt:
     table = turn.worktable
     work = [Item(f"note{i}", n, Priority.P3, i, relevance(n, task)) for i, n in enumerate(table.notes[-MAX_NOTES:])]
     if table.todo:
         work.append(Item("todo", "Todo: " + "; ".join(table.todo), Priority.P1, 10_000))
-    unread = {m.msg_id for m in turn.unread}
+    unread = turn.view.unread
     task_words = frozenset(content_words(task))
 
     def must_keep(m: AgentMessage) -> bool:
         return m.metadata.priority == Priority.P0 or (m.msg_id in unread and m.header.msg_type == MsgType.CRITIQUE)
 
-    inbox = turn.inbox
-    older = inbox[:-BOARD_CANDIDATES] if len(inbox) > BOARD_CANDIDATES else []
-    p0 = Priority.P0
-    kept_old = [m for m in older if m.metadata.priority is p0
-                or (m.header.msg_type is MsgType.CRITIQUE and m.header.msg_id in unread)]
-    candidates = [*kept_old, *inbox[len(older):]]
-    prefiltered = [Decision("whiteboard", f"<{len(older) - len(kept_old)} older messages>", "dropped",
-                            f"older than the {BOARD_CANDIDATES} newest", 0, len(older) - len(kept_old))] \
-        if len(older) > len(kept_old) else []
+    # Only the newest messages compete; older ones stay candidates only if they must be
+    # kept (P0, unread critiques). The view indexes both, so this does not scan the board.
+    recent = turn.view.recent(BOARD_CANDIDATES)
+    recent_ids = {m.msg_id for m in recent}
+    kept_old = [m for m in turn.view.pinned.values() if m.msg_id not in recent_ids and must_keep(m)]
+    older = len(turn.view.messages) - len(recent)
+    candidates = [*kept_old, *recent]
+    prefiltered = [Decision("whiteboard", f"<{older - len(kept_old)} older messages>", "dropped",
+                            f"older than the {BOARD_CANDIDATES} newest", 0, older - len(kept_old))] \
+        if older > len(kept_old) else []
     board = [message_item(m, Priority.P0 if must_keep(m) else m.metadata.priority, task_words) for m in candidates]
     summaries = [Item(f"summary{r.round}", mark_data("summary", r.render(), round=str(r.round)), Priority.P1, r.round,
                       relevance(r.render(), task),
@@ -135,28 +155,33 @@ def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fa
     if older_summaries > 0:
         prefiltered.append(Decision("summaries", f"<{older_summaries} older summaries>", "dropped",
                                     f"older than the {SUMMARY_WINDOW} newest rounds", 0, older_summaries))
-    dynamic = [Section("worktable", "## Your worktable (private notes)", work),
-               Section("memory", "## Memory (from earlier runs)", []),
-               Section("summaries", "## Earlier rounds (summaries)", summaries),
-               Section("sources", "## Sources", material, by_rank=True),
-               Section("whiteboard", "## Whiteboard (messages routed to you)", board),
+    # Most stable first, most volatile last: memory is fixed for the run, facts only grow
+    # at their end, summaries once a round, the whiteboard turns over with TTLs, sources
+    # and notes change every turn. A role's next prompt then repeats the longest prefix
+    # of its last one (provider prompt caches), and the task still comes last.
+    dynamic = [Section("memory", "## Memory (from earlier runs)", []),
                Section("facts", "## Facts (verbatim from sources)",
-                       [fact_item(f, i, task) for i, f in enumerate(facts)], by_rank=True)]
-    task_section = Section("task", "## Current task", [Item("task", task, Priority.P0)])
-    return ContextBuilder(turn.ctx.counter, budget).build(stable_sections(turn, schema, tools), dynamic, task_section,
-                                                          prefiltered)
+                       [fact_item(f, i, task) for i, f in enumerate(facts)]),
+               Section("summaries", "## Earlier rounds (summaries)", summaries),
+               Section("whiteboard", "## Whiteboard (messages routed to you)", board),
+               Section("sources", "## Sources", material, by_rank=True),
+               Section("worktable", "## Your worktable (private notes)", work)]
+    task_section = Section("task", "## Current task", [*focus_items(facts, task), Item("task", task, Priority.P0)])
+    builder = ContextBuilder(turn.ctx.counter, budget, shares={**DEFAULT_SHARES, **turn.ctx.shares},
+                             floors={**DEFAULT_FLOORS, **turn.ctx.floors})
+    return builder.build(stable_sections(turn, schema, tools), dynamic, task_section, prefiltered)
 
 
 def naive_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fact], schema: dict | None,
                  tools: list[dict] | None, budget: int) -> BuiltPrompt:
     """Everything, to everyone, in arrival order; only the model's window limits it."""
     history = [*turn.state.get("archive", []), *turn.state.get("whiteboard", []), *turn.published]
-    history.sort(key=lambda m: m.header.timestamp)
-    items = [Item(m.msg_id, f"[{m.header.sender} -> {m.header.receiver}, {m.header.msg_type.value}] {m.body.content}",
-                  Priority.P2, int(m.header.timestamp)) for m in history]
-    items += [Item(f"tool{i}", f"[tool output]\n{raw}", Priority.P2, 10**9 + i)
-              for i, raw in enumerate(turn.ctx.transcript)]
-    items += [Item(it.key, it.text, Priority.P2, 2 * 10**9 + i) for i, it in enumerate(material)]
+    entries = [(m.header.timestamp, m.msg_id, f"[{m.header.sender} -> {m.header.receiver}, "
+                f"{m.header.msg_type.value}] {m.body.content}") for m in history]
+    entries += [(at, f"tool{i}", f"[tool output]\n{raw}") for i, (at, raw) in enumerate(turn.ctx.transcript)]
+    entries.sort(key=lambda e: e[0])
+    items = [Item(key, text, Priority.P2, i) for i, (_, key, text) in enumerate(entries)]
+    items += [Item(it.key, it.text, Priority.P2, len(entries) + i) for i, it in enumerate(material)]
     dynamic = [Section("history", "## Conversation so far", items)]
     task_section = Section("task", "## Current task", [Item("task", task, Priority.P0)])
     # The baseline keeps the newest history that fits the window: what a plain

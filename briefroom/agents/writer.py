@@ -78,6 +78,7 @@ ROLE = Role(
     output_schema=ReportDraft,
     step=step,
     order=40,
+    finishing_duty="draft",
     budget_tokens=6000,
     description="writes the cited report",
 )

@@ -36,7 +36,8 @@ def round_end(state: AgentState, runtime: Runtime[RunContext], roles: list[Role]
     board = state.get("whiteboard", [])
     superseded = {m.header.supersedes for m in board if m.header.supersedes}
     expired = [m for m in board if m.expired(current + 1) or m.msg_id in superseded]
-    live = [m for m in board if m not in expired]
+    gone = {m.msg_id for m in expired}
+    live = [m for m in board if m.msg_id not in gone]
     pending = roles_with_unread({**state, "whiteboard": live}, roles, bus)
     charter = state["charter"]
     done = current >= charter.max_rounds or not pending or bool(state.get("finishing"))
@@ -44,13 +45,14 @@ def round_end(state: AgentState, runtime: Runtime[RunContext], roles: list[Role]
     if not done:
         # The round's read, non-P0 messages give way to one summary; what someone has
         # not read yet (e.g. the Critic's gaps for the Planner) stays on the board.
-        seen = state.get("seen", {})
+        seen = {role: set(ids) for role, ids in state.get("seen", {}).items()}
         replaced = [m for m in live if m.header.round == current and m.metadata.priority != Priority.P0
-                    and all(m.msg_id in seen.get(r, []) for r in bus.recipients(m))]
+                    and all(m.msg_id in seen.get(r, ()) for r in bus.recipients(m))]
         if replaced:
             update["summaries"] = [summarize_round(state, ctx, replaced)]
             expired += replaced
-            live = [m for m in live if m not in replaced]
+            gone = {m.msg_id for m in replaced}
+            live = [m for m in live if m.msg_id not in gone]
         update["round"] = current + 1
     ctx.log.event("round_end", round=current, expired=[m.msg_id for m in expired], live=len(live),
                   pending=pending, done=done,

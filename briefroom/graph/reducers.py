@@ -49,7 +49,8 @@ def merge_seen(current: dict[str, list[str]] | None, update: dict[str, list[str]
     merged = {role: list(ids) for role, ids in (current or {}).items()}
     for role, ids in (update or {}).items():
         known = merged.setdefault(role, [])
-        known.extend(i for i in ids if i not in known)
+        present = set(known)
+        known.extend(i for i in ids if i not in present and not present.add(i))
     return merged
 
 

@@ -29,21 +29,19 @@ def roles_with_unread(state: AgentState, roles: list["Role"], bus: Bus) -> list[
     return [r.name for r in roles if bus.unread(r.name, board, seen.get(r.name, []))]
 
 
-# In finishing mode (85% of --max-tokens used) only these act: the Writer drafts from
-# what is known, the Critic checks and repairs the draft in code, and the run ends.
-WRITER, CRITIC = "writer", "critic"
-
-
 def next_speaker(state: AgentState, roles: list["Role"], bus: Bus) -> str:
     if state.get("done"):
         return ROUND_END
     if report_accepted_this_round(state):
         return ROUND_END
     if state.get("finishing"):
-        waiting = roles_with_unread(state, [r for r in roles if r.name == CRITIC], bus)
+        # Only roles with a finishing duty act: checkers review a draft of this round
+        # that is waiting for them; otherwise the drafter writes from what is known.
+        checkers = roles_with_unread(state, [r for r in roles if r.finishing_duty == "check"], bus)
         report = state.get("report")
-        if waiting and report is not None and report.round == state.get("round", 1):
-            return CRITIC
-        return WRITER if any(r.name == WRITER for r in roles) else ROUND_END
+        if checkers and report is not None and report.round == state.get("round", 1):
+            return checkers[0]
+        drafters = [r.name for r in roles if r.finishing_duty == "draft"]
+        return drafters[0] if drafters else ROUND_END
     waiting = roles_with_unread(state, roles, bus)
     return waiting[0] if waiting else ROUND_END

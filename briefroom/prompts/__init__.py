@@ -7,6 +7,7 @@ placeholder, is an error: a silently empty prompt section is worse than a crash.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -26,9 +27,15 @@ def load_template(name_or_path: str | Path) -> str:
         if not path.is_file():
             raise PromptError(f"prompt file not found: {path}")
         return path.read_text(encoding="utf-8")
-    resource = resources.files(__package__).joinpath(str(name_or_path))
+    return _shipped(str(name_or_path))
+
+
+@lru_cache(maxsize=64)
+def _shipped(name: str) -> str:
+    # Package data does not change while the process runs; prompts are built on every call.
+    resource = resources.files(__package__).joinpath(name)
     if not resource.is_file():
-        raise PromptError(f"no shipped prompt named {name_or_path!r}")
+        raise PromptError(f"no shipped prompt named {name!r}")
     return resource.read_text(encoding="utf-8")
 
 

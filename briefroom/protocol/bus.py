@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from briefroom.errors import BriefroomError
-from briefroom.protocol.messages import BROADCAST, AgentMessage, MsgType
+from briefroom.protocol.messages import BROADCAST, AgentMessage, MsgType, Priority
 
 
 class Subscription(BaseModel):
@@ -33,6 +33,81 @@ class RoutingError(BriefroomError):
     """A message was published that no role can receive, or by a role not allowed to."""
 
 
+class InboxView:
+    """One role's live inbox, kept up to date as the board grows.
+
+    The whiteboard only ever changes by appending messages and by order-preserving
+    removal (round end). So if the board still starts with the message this view
+    indexed first and holds, at the same position, the message it indexed last, nothing
+    it indexed was removed and only the tail is new; otherwise the view is rebuilt.
+    The same holds for a role's `seen` cursor, which only grows. This makes building a
+    prompt independent of how long the run has been going.
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+        self._reset_seen()
+
+    def reset(self) -> None:
+        self.board_len = 0
+        self.board_first: str | None = None
+        self.board_last: str | None = None
+        self.messages: dict[str, AgentMessage] = {}  # routed to the role, live, oldest first
+        self.pinned: dict[str, AgentMessage] = {}  # P0 and critiques: kept however old
+        self.unread: dict[str, AgentMessage] = {}
+        self._listed: list[AgentMessage] | None = None
+        self.seen_len = 0  # unread must be recomputed against the whole cursor
+
+    def _reset_seen(self) -> None:
+        self.seen_len = 0
+        self.seen_last: str | None = None
+        self.seen: set[str] = set()
+
+    def add(self, message: AgentMessage) -> None:
+        mid = message.header.msg_id
+        self.messages[mid] = message
+        if message.metadata.priority is Priority.P0 or message.header.msg_type is MsgType.CRITIQUE:
+            self.pinned[mid] = message
+        if mid not in self.seen:
+            self.unread[mid] = message
+        self._listed = None
+
+    def discard(self, msg_id: str) -> None:
+        if self.messages.pop(msg_id, None) is not None:
+            self.pinned.pop(msg_id, None)
+            self.unread.pop(msg_id, None)
+            self._listed = None
+
+    def sync_seen(self, seen: Sequence[str]) -> None:
+        n = self.seen_len
+        if n and (len(seen) < n or seen[n - 1] != self.seen_last):
+            self._reset_seen()
+            self.unread = dict(self.messages)
+            n = 0
+        for mid in seen[n:]:
+            self.seen.add(mid)
+            self.unread.pop(mid, None)
+        self.seen_len = len(seen)
+        self.seen_last = seen[-1] if seen else None
+
+    @property
+    def inbox(self) -> list[AgentMessage]:
+        if self._listed is None:
+            self._listed = list(self.messages.values())
+        return self._listed
+
+    def recent(self, k: int) -> list[AgentMessage]:
+        """The k newest messages, oldest first, without listing the whole inbox."""
+        if len(self.messages) <= k:
+            return self.inbox
+        newest = []
+        for message in reversed(self.messages.values()):
+            newest.append(message)
+            if len(newest) == k:
+                break
+        return newest[::-1]
+
+
 class Bus:
     """Routing table built from each role's subscriptions and publications."""
 
@@ -44,6 +119,7 @@ class Bus:
         # and remember which ids have been superseded by a routed message.
         self._routes: dict[str, tuple[str, ...]] = {}
         self._superseded: set[str] = set()
+        self._views: dict[str, InboxView] = {}
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -54,8 +130,11 @@ class Bus:
         cached = self._routes.get(message.header.msg_id)
         if cached is None:
             cached = self._routes[message.header.msg_id] = self._route(message)
-            if message.header.supersedes:
-                self._superseded.add(message.header.supersedes)
+            old = message.header.supersedes
+            if old:
+                self._superseded.add(old)
+                for view in self._views.values():
+                    view.discard(old)
         return cached
 
     def _route(self, message: AgentMessage) -> tuple[str, ...]:
@@ -81,22 +160,34 @@ class Bus:
                 f"message {message.msg_id} ({message.header.msg_type.value} from {sender} to "
                 f"{message.header.receiver}) has no subscriber")
 
-    def inbox(self, role: str, whiteboard: Iterable[AgentMessage]) -> list[AgentMessage]:
+    def view(self, role: str, whiteboard: Sequence[AgentMessage], seen: Sequence[str] = ()) -> InboxView:
+        """`role`'s inbox and unread messages for this board and read cursor."""
+        view = self._views.get(role)
+        if view is None:
+            view = self._views[role] = InboxView()
+        n = view.board_len
+        if n and (len(whiteboard) < n or whiteboard[n - 1].header.msg_id != view.board_last
+                  or whiteboard[0].header.msg_id != view.board_first):
+            view.reset()
+            n = 0
+        view.sync_seen(seen)
+        if len(whiteboard) > n:
+            new = whiteboard[n:]
+            for m in new:  # route new messages first: they may supersede older ones
+                self.recipients(m)
+            routes, superseded = self._routes, self._superseded
+            for m in new:
+                mid = m.header.msg_id
+                if role in routes[mid] and mid not in superseded:
+                    view.add(m)
+            view.board_len = len(whiteboard)
+            view.board_first = whiteboard[0].header.msg_id
+            view.board_last = whiteboard[-1].header.msg_id
+        return view
+
+    def inbox(self, role: str, whiteboard: Sequence[AgentMessage]) -> list[AgentMessage]:
         """Live messages routed to `role`, oldest first, without superseded ones."""
-        board = list(whiteboard)
-        routes, route = self._routes, self.recipients
-        for m in board:  # route new messages first: they may supersede older ones
-            if m.header.msg_id not in routes:
-                route(m)
-        superseded = self._superseded
-        # One pass over header fields (not properties): this is the hot loop of long runs.
-        return [m for m in board if role in routes[m.header.msg_id] and m.header.msg_id not in superseded]
+        return list(self.view(role, whiteboard).inbox)
 
-    @staticmethod
-    def unread_of(inbox: list[AgentMessage], seen: Iterable[str]) -> list[AgentMessage]:
-        """The part of an already computed inbox that is not in `seen`."""
-        seen_ids = set(seen)
-        return [m for m in inbox if m.header.msg_id not in seen_ids]
-
-    def unread(self, role: str, whiteboard: Iterable[AgentMessage], seen: Iterable[str]) -> list[AgentMessage]:
-        return self.unread_of(self.inbox(role, whiteboard), seen)
+    def unread(self, role: str, whiteboard: Sequence[AgentMessage], seen: Sequence[str]) -> list[AgentMessage]:
+        return list(self.view(role, whiteboard, seen).unread.values())

@@ -1,11 +1,18 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from briefroom.graph.reducers import append_messages
 from briefroom.protocol.bus import Bus, RoutingError, Subscription
 from briefroom.protocol.messages import MsgType, make_message
 
 
 @pytest.fixture
 def bus():
+    return _bus()
+
+
+def _bus():
     return Bus(
         {"planner": [Subscription(msg_type=MsgType.CRITIQUE, senders=("critic",))],
          "critic": [Subscription(msg_type=MsgType.CONCLUSION), Subscription(msg_type=MsgType.REPORT)],
@@ -61,3 +68,37 @@ def test_publishing_undeclared_type_fails(bus):
 def test_publishing_to_nobody_fails(bus):
     with pytest.raises(RoutingError, match="no subscriber"):
         bus.check_publish(m("critic", MsgType.CRITIQUE, 0, receiver="searcher"))
+
+
+def _naive_inbox(bus, role, board, superseded):
+    return [m.msg_id for m in board if role in bus.recipients(m) and m.msg_id not in superseded]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3), st.booleans()), min_size=1, max_size=12))
+def test_incremental_inbox_matches_a_full_scan_as_the_board_grows_and_shrinks(steps):
+    """The board only grows at the end and shrinks by order-preserving removal (round end);
+    after any such sequence the bus's incremental view equals a scan of the board."""
+    bus = _bus()
+    board, seen, seq = [], [], 0
+    superseded = set()  # a superseded message stays hidden even after its successor expires
+    for grow, shrink, read in steps:
+        for _ in range(grow):
+            seq += 1
+            kind = [MsgType.CONCLUSION, MsgType.REPORT, MsgType.CRITIQUE][seq % 3]
+            sender = {MsgType.CONCLUSION: "searcher", MsgType.REPORT: "writer", MsgType.CRITIQUE: "critic"}[kind]
+            # every seventh message supersedes the newest message on the board
+            old = board[-1].msg_id if board and seq % 7 == 0 else None
+            superseded.add(old)
+            message = make_message(sender=sender, msg_type=kind, content=f"m{seq}", round=1, seq=seq, supersedes=old)
+            bus.check_publish(message)  # as Turn.publish does: routed when published
+            board = append_messages(board, [message])
+        if shrink:
+            board = [m for i, m in enumerate(board) if i % (shrink + 1)]
+        for role in ("writer", "critic"):
+            view = bus.view(role, board, seen)
+            expected = _naive_inbox(bus, role, board, superseded)
+            assert [m.msg_id for m in view.inbox] == expected
+            assert [m.msg_id for m in view.unread.values()] == [i for i in expected if i not in seen]
+        if read:
+            seen = [*seen, *(m.msg_id for m in board if m.msg_id not in seen)]

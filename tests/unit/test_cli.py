@@ -108,3 +108,13 @@ def test_roles_with_a_broken_plugin_file(tmp_path):
     result = runner.invoke(app, ["roles", "--roles-dir", str(tmp_path)])
     assert result.exit_code == 1
     assert "failed to load" in result.output
+
+
+def test_section_shares_and_floors_are_checked(small_corpus, data_dir):
+    for flag, value, message in [("--share", "facts", "SECTION=VALUE"), ("--share", "charter=0.5", "one of"),
+                                 ("--share", "facts=1.5", "fraction"), ("--floor", "whiteboard=-1", "token count"),
+                                 ("--floor", "whiteboard=lots", "not an integer")]:
+        result = runner.invoke(app, ["research", "q?", "--corpus", str(small_corpus), "--model", "test", flag, value,
+                                     "--data-dir", str(data_dir), "-q"])
+        assert result.exit_code == 1, (flag, value)
+        assert message in result.output and "Traceback" not in result.output

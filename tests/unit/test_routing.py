@@ -81,3 +81,30 @@ def test_superseded_messages_leave_the_board_at_round_end():
                         "whiteboard": [old, new], "seen": {}}, runtime(), ROLES, BUS)
     assert [m.msg_id for m in update["whiteboard"].value] == [new.msg_id]
     assert [m.msg_id for m in update["archive"]] == [old.msg_id]
+
+
+def test_finishing_runs_only_roles_with_a_finishing_duty_whatever_their_names():
+    import dataclasses
+
+    drafter = dataclasses.replace(role("scribe", 50, MsgType.CONCLUSION), finishing_duty="draft")
+    checker = dataclasses.replace(role("auditor", 40, MsgType.CONCLUSION), finishing_duty="check")
+    roles = [role("early", 10, MsgType.CONCLUSION), checker, drafter]
+    bus = bus_for(roles)
+    board = [conclusion(1)]
+    state = {"whiteboard": board, "seen": {}, "round": 1, "finishing": True}
+    # "early" has unread messages and speaks first normally, but has no finishing duty
+    assert next_speaker({**state, "finishing": False}, roles, bus) == "early"
+    assert next_speaker(state, roles, bus) == "scribe"
+    draft = Report(markdown="x", round=1, accepted=False)
+    assert next_speaker({**state, "report": draft}, roles, bus) == "auditor"
+    assert next_speaker({**state, "report": draft, "seen": {"auditor": [board[0].msg_id]}}, roles, bus) == "scribe"
+    assert next_speaker(state, roles[:1], bus_for(roles[:1])) == ROUND_END
+
+
+def test_a_finishing_duty_must_be_known():
+    import dataclasses
+
+    import pytest
+
+    with pytest.raises(ValueError, match="finishing_duty"):
+        dataclasses.replace(role("x", 1, MsgType.CONCLUSION), finishing_duty="write")
