@@ -21,9 +21,12 @@ class ContractError(BriefroomError):
 class EngineeringFailure(BriefroomError):
     """A tool, index or endpoint failed; carries a structured payload for the model."""
 
-    def __init__(self, message: str, *, tool: str | None = None):
+    def __init__(self, message: str, *, tool: str | None = None, transient: bool = False):
         super().__init__(message)
         self.tool = tool
+        # Transient (a crash, a timeout) may succeed if tried again; a definite answer
+        # (404, no such source, a malformed result) will not, so it is not retried.
+        self.transient = transient
 
     def payload(self) -> dict[str, object]:
         return {"error": "engineering_failure", "tool": self.tool, "message": str(self),

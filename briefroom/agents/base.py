@@ -21,11 +21,12 @@ from pydantic import BaseModel, ValidationError
 
 from briefroom.agents.context import RunContext
 from briefroom.agents.prompting import layered_prompt, naive_prompt, passage_item
-from briefroom.errors import ContractError, FatalBreaker
+from briefroom.errors import ConfigError, ContractError, FatalBreaker
 from briefroom.graph.state import AgentState, Charter, Fact, SourceRecord, Worktable
 from briefroom.models.cassette import serialize_messages
 from briefroom.protocol.budget import input_budget
 from briefroom.protocol.bus import Subscription
+from briefroom.protocol.calls import normalize_calls, run_calls
 from briefroom.protocol.context import BuiltPrompt, Item
 from briefroom.protocol.envelope import envelope
 from briefroom.protocol.messages import (
@@ -266,7 +267,16 @@ class Turn:
                             f"{MAX_CONTRACT_RETRIES} corrections: {last_error[:200]}")
 
     def use_tools(self, task: str, max_turns: int = 3) -> list[ToolOutcome]:
-        """Let the model call this role's tools; every result goes through the envelope."""
+        """Let the model call this role's tools; every result goes through the envelope.
+
+        Calls of one reply run in parallel and each result goes back with its own call.
+        Arguments that do not match a tool's schema get the validation error back as a
+        correction prompt, at most MAX_CONTRACT_RETRIES times (logged as contract_error);
+        corrections do not use up the role's tool turns.
+        """
+        missing = [name for name in self.role.tools if name not in self.ctx.tools]
+        if missing:
+            raise ConfigError(f"role {self.role.name!r} uses tools this run does not have: {', '.join(missing)}")
         tools = {name: self.ctx.tools[name] for name in self.role.tools}
         definitions = [t.definition() for t in tools.values()]
         prompt = self.build_prompt(task, tools=definitions)
@@ -274,7 +284,8 @@ class Turn:
         handle = self.ctx.models.for_role(self.role.name)
         outcomes: list[ToolOutcome] = []
         forced = handle.tool_mode == "first"
-        for turn in range(1 if forced else max_turns):
+        turns, turn, corrections = (1 if forced else max_turns), 0, 0
+        while turn < turns:
             if self.finishing:
                 break  # results so far are enough; the budget is for the Writer now
             if turn and prompt.total_tokens + self._turn_tokens(prompt, messages) > prompt.budget:
@@ -285,29 +296,51 @@ class Turn:
             reply, latency = handle.invoke(messages, tools=definitions,
                                            force_tool=self.role.tools[0] if forced else None)
             self._log_call(prompt, messages, reply, latency, "tools", turn)
+            turn += 1
             if not reply.tool_calls:
                 break
-            messages.append(reply)
-            for call in reply.tool_calls:
-                tool = tools.get(call["name"])
-                call_id = call.get("id") or f"call_{self._calls}_{len(outcomes)}"
+            calls = normalize_calls(reply.tool_calls, f"call_{self.role.name}_{self._calls}")
+            messages.append(reply.model_copy(update={"tool_calls": calls}))
+            for call in calls:
                 self.ctx.log.event("tool_call", agent=self.role.name, round=self.round, tool=call["name"],
-                                   call_id=call_id, args=call["args"])
-                if tool is None:
-                    outcome = ToolOutcome(call_id, call["name"], call["args"], None,
-                                          {"error": "contract_error", "message": f"no tool named {call['name']!r}"})
-                else:
-                    outcome = run_tool(tool, call_id, call["args"])
+                                   call_id=call["id"], args=call["args"])
+            results = run_calls(calls, lambda call: self._run_call(tools, call, task))
+            invalid = []
+            for call, outcome in zip(calls, results):
                 env = envelope(outcome, self.ctx.counter, store=self.ctx.artifacts)
-                if outcome.result is not None:
-                    self.ctx.transcript.append((self._clock(), outcome.result.model_dump_json()))
+                for done in outcome.outcomes():
+                    if done.result is not None:
+                        self.ctx.transcript.append((self._clock(), done.result.model_dump_json()))
                 self.ctx.log.event("tool_result", agent=self.role.name, round=self.round, tool=outcome.tool,
-                                   call_id=call_id, ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
-                                   artifact=env.artifact,
+                                   call_id=call["id"], ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
+                                   artifact=env.artifact, attempts=outcome.attempts,
+                                   fallback=outcome.fallback.tool if outcome.fallback else None,
+                                   fallback_ok=outcome.fallback.ok if outcome.fallback else None,
                                    error=outcome.error)
-                outcomes.append(outcome)
-                messages.append(ToolMessage(content=env.text, tool_call_id=call_id))
+                outcomes.extend(outcome.outcomes())
+                messages.append(ToolMessage(content=env.text, tool_call_id=call["id"]))
+                if outcome.error and outcome.error.get("error") == "contract_error":
+                    invalid.append(outcome)
+            if invalid:
+                problems = "; ".join(f"{o.tool}: {o.error['message']}" for o in invalid if o.error)
+                exhausted = corrections >= MAX_CONTRACT_RETRIES
+                self.ctx.log.event("contract_error", agent=self.role.name, round=self.round, kind="tool_arguments",
+                                   attempt=corrections, error=problems[:600], exhausted=exhausted)
+                if exhausted:
+                    break  # the structured errors above are the answer; no more calls
+                corrections += 1
+                turns += 1
+                messages.append(HumanMessage(content=f"These tool calls did not match their schema: {problems[:600]}\n"
+                                                     "Call the tool again with arguments that match its schema."))
         return outcomes
+
+    def _run_call(self, tools: dict[str, Any], call: dict, task: str) -> ToolOutcome:
+        tool = tools.get(call["name"])
+        if tool is None:
+            return ToolOutcome(call["id"], call["name"], call["args"], None,
+                               {"error": "contract_error", "tool": call["name"],
+                                "message": f"no tool named {call['name']!r}; the tools are {', '.join(tools)}"})
+        return run_tool(tool, call["id"], call["args"], tools=self.ctx.tools, task=task)
 
     # --- result --------------------------------------------------------------------
     def updates(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ run over the same folder (or the same file copied elsewhere) embeds nothing.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,7 @@ class CorpusIndex:
         self._chunks = self._client.get_or_create_collection(
             COLLECTION, metadata={"hnsw:space": "cosine"}, embedding_function=None)
         # Tools run in a worker thread (for timeouts); calls are serialised, so sharing is safe.
+        self._lock = threading.RLock()
         self._db = sqlite3.connect(self.root / "documents.sqlite", check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=5000")
@@ -96,6 +98,12 @@ class CorpusIndex:
         return list(self._scope)
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
+        # Tool calls of one reply run in parallel; one SQLite connection must not be
+        # used by two threads at once.
+        with self._lock:
+            return self._search(query, k)
+
+    def _search(self, query: str, k: int) -> list[Hit]:
         if not self._scope:
             return []
         where = {"source_id": {"$in": self._scope}} if len(self._scope) > 1 else {"source_id": self._scope[0]}
@@ -103,7 +111,7 @@ class CorpusIndex:
             found = self._chunks.query(query_embeddings=self._embedder.embed([query]), n_results=k, where=where,
                                        include=["documents", "metadatas", "distances"])
         except Exception as exc:  # chromadb raises many types; the caller needs one
-            raise EngineeringFailure(f"index query failed: {exc}", tool="local_search") from exc
+            raise EngineeringFailure(f"index query failed: {exc}", tool="local_search", transient=True) from exc
         hits = []
         for chunk_id, text, meta, dist in zip(found["ids"][0], found["documents"][0], found["metadatas"][0],
                                               found["distances"][0]):
@@ -114,8 +122,9 @@ class CorpusIndex:
         return hits
 
     def document(self, source_id: str) -> Document | None:
-        row = self._db.execute("SELECT source_id, title, path, text FROM documents WHERE source_id = ?",
-                               (source_id,)).fetchone()
+        with self._lock:
+            row = self._db.execute("SELECT source_id, title, path, text FROM documents WHERE source_id = ?",
+                                   (source_id,)).fetchone()
         return Document(*row) if row else None
 
 

@@ -34,10 +34,15 @@ OFFLOAD_BYTES = 2048
 def envelope(outcome: ToolOutcome, counter: TokenCounter, max_tokens: int = 1200,
              store: ArtifactStore | None = None, offload_bytes: int = OFFLOAD_BYTES) -> ToolResultEnvelope:
     payload = outcome.result.model_dump() if outcome.result is not None else outcome.error
+    fallback = outcome.fallback
+    if fallback is not None:  # the model sees why the tool failed and what ran instead
+        payload = {**(payload or {}), "fallback_result": fallback.result.model_dump() if fallback.ok
+                   else fallback.error}
     raw = json.dumps(payload, ensure_ascii=False, indent=1)
     pointer = None
     shown = raw
-    if store is not None and outcome.ok and len(raw.encode()) > offload_bytes:
+    has_data = outcome.ok or (fallback is not None and fallback.ok)
+    if store is not None and has_data and len(raw.encode()) > offload_bytes:
         pointer = store.put(raw)
         shown = json.dumps({"artifact": pointer, "bytes": len(raw.encode()), "summary": summarize(payload),
                             "more": f"read_artifact(pointer='{pointer}', fields=[...]) or a character range"},

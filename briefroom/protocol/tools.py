@@ -1,14 +1,18 @@
 """Typed tools: pydantic arguments and results, OpenAI tool definitions, one runner.
 
 A model's tool call is validated against the argument model before anything runs; a
-tool that raises becomes an EngineeringFailure payload the model can read. Either way
-the result goes back with its own tool_call_id, through the envelope.
+tool that raises becomes an EngineeringFailure payload the model can read. Transient
+failures (a crash, a timeout) are retried inside the tool with exponential backoff;
+a tool that still fails runs its configured fallback (e.g. `read_source` ->
+`local_search`). Either way the result goes back with its own tool_call_id, through
+the envelope.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -80,6 +84,10 @@ class Tool:
     result_model: type[BaseModel]
     run: Callable[[BaseModel], BaseModel]
     timeout_s: float = 30.0  # a tool that hangs becomes an EngineeringFailure, not a hung run
+    retries: int = 0  # extra attempts after a transient failure (exception, timeout)
+    backoff_s: float = 0.25  # wait before the first retry; doubles for each further one
+    fallback: str | None = None  # tool to run when this one fails for good
+    fallback_args: Callable[[BaseModel, str], dict] | None = None  # (failed args, task) -> its arguments
 
     def definition(self) -> dict:
         """OpenAI function-tool definition (what `bind_tools` and the prompt show)."""
@@ -98,10 +106,16 @@ class ToolOutcome:
     args: dict
     result: BaseModel | None
     error: dict | None
+    attempts: int = 1
+    fallback: "ToolOutcome | None" = None  # what the configured fallback tool returned
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    def outcomes(self) -> list["ToolOutcome"]:
+        """This outcome and its fallback's, for code that collects results."""
+        return [self] if self.fallback is None else [self, self.fallback]
 
 
 MAX_ARTIFACT_SLICE = 6000
@@ -116,6 +130,11 @@ def artifact_tool(store: ArtifactStore) -> Tool:
 
     return Tool("read_artifact", "Read part of an offloaded tool result: chosen fields or a character range.",
                 ReadArtifactArgs, ReadArtifactResult, read_artifact)
+
+
+def _search_instead(args: BaseModel, task: str) -> dict:
+    """A source that cannot be read: search for what the role was looking for instead."""
+    return {"query": (task or getattr(args, "source_id", ""))[:400] or "overview", "k": 4}
 
 
 def corpus_tools(index: CorpusIndex) -> dict[str, Tool]:
@@ -135,14 +154,18 @@ def corpus_tools(index: CorpusIndex) -> dict[str, Tool]:
 
     return {
         "local_search": Tool("local_search", "Search the research corpus; returns the most relevant passages.",
-                             LocalSearchArgs, LocalSearchResult, local_search),
+                             LocalSearchArgs, LocalSearchResult, local_search, retries=1),
         "read_source": Tool("read_source", "Read a whole source document by its id.",
-                            ReadSourceArgs, ReadSourceResult, read_source),
+                            ReadSourceArgs, ReadSourceResult, read_source, retries=1, fallback="local_search",
+                            fallback_args=_search_instead),
     }
 
 
-def run_tool(tool: Tool, call_id: str, raw_args: dict | str) -> ToolOutcome:
-    """Validate arguments, run the tool, validate its result; never raises."""
+def run_tool(tool: Tool, call_id: str, raw_args: dict | str, *, tools: Mapping[str, Tool] | None = None,
+             task: str = "", sleep: Callable[[float], None] = time.sleep) -> ToolOutcome:
+    """Validate arguments, run the tool (with retries, then its fallback), validate its
+    result; never raises. `tools` is where the fallback is looked up; `task` is what the
+    role was doing, for the fallback's arguments."""
     try:
         args_dict = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
         args = tool.args_model.model_validate(args_dict)
@@ -150,23 +173,43 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str) -> ToolOutcome:
         return ToolOutcome(call_id, tool.name, {"raw": str(raw_args)[:500]}, None,
                            {"error": "contract_error", "tool": tool.name,
                             "message": f"arguments do not match the schema: {_short(exc)}"})
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            result = _attempt(tool, args)
+            return ToolOutcome(call_id, tool.name, args.model_dump(), result, None, attempts=attempt)
+        except EngineeringFailure as exc:
+            if exc.transient and attempt <= tool.retries:
+                sleep(tool.backoff_s * 2 ** (attempt - 1))
+                continue
+            payload = {**exc.payload(), "attempts": attempt}
+            break
+    fallback = None
+    if tool.fallback and tools and tool.fallback in tools and tool.fallback != tool.name:
+        fallback_args = tool.fallback_args(args, task) if tool.fallback_args else {}
+        # No `tools` here: a fallback does not chain into further fallbacks.
+        fallback = run_tool(tools[tool.fallback], f"{call_id}-fallback", fallback_args, sleep=sleep)
+        payload["fallback"] = {"tool": tool.fallback, "ok": fallback.ok}
+    return ToolOutcome(call_id, tool.name, args.model_dump(), None, payload, attempts=attempt, fallback=fallback)
+
+
+def _attempt(tool: Tool, args: BaseModel) -> BaseModel:
+    """One try; every failure comes out as an EngineeringFailure saying whether to retry."""
     try:
         raw = _with_timeout(tool, args)
         if not isinstance(raw, BaseModel):
             raise EngineeringFailure(f"{tool.name} returned {type(raw).__name__}, not {tool.result_model.__name__}",
                                      tool=tool.name)
         # Redacted before validation and before anything downstream (envelope, state, log) sees it.
-        result = tool.result_model.model_validate(redact_data(raw.model_dump()))
+        return tool.result_model.model_validate(redact_data(raw.model_dump()))
     except ValidationError as exc:
-        failure = EngineeringFailure(f"{tool.name} returned a result that does not match its schema: {_short(exc)}",
-                                     tool=tool.name)
-        return ToolOutcome(call_id, tool.name, args.model_dump(), None, failure.payload())
-    except EngineeringFailure as exc:
-        return ToolOutcome(call_id, tool.name, args.model_dump(), None, exc.payload())
-    except Exception as exc:  # a tool bug must not kill the run; it is reported
-        failure = EngineeringFailure(f"{type(exc).__name__}: {exc}", tool=tool.name)
-        return ToolOutcome(call_id, tool.name, args.model_dump(), None, failure.payload())
-    return ToolOutcome(call_id, tool.name, args.model_dump(), result, None)
+        raise EngineeringFailure(f"{tool.name} returned a result that does not match its schema: {_short(exc)}",
+                                 tool=tool.name) from None
+    except EngineeringFailure:
+        raise
+    except Exception as exc:  # a tool bug must not kill the run; it is reported (and may pass on a retry)
+        raise EngineeringFailure(f"{type(exc).__name__}: {exc}", tool=tool.name, transient=True) from None
 
 
 def _with_timeout(tool: Tool, args: BaseModel) -> BaseModel:
@@ -180,7 +223,8 @@ def _with_timeout(tool: Tool, args: BaseModel) -> BaseModel:
     try:
         return future.result(timeout=tool.timeout_s)
     except FutureTimeout:
-        raise EngineeringFailure(f"{tool.name} timed out after {tool.timeout_s:g}s", tool=tool.name) from None
+        raise EngineeringFailure(f"{tool.name} timed out after {tool.timeout_s:g}s", tool=tool.name,
+                                 transient=True) from None
     finally:
         pool.shutdown(wait=False)
 

@@ -1,0 +1,57 @@
+"""Parallel tool calls: every result goes back with its own call, exactly once.
+
+A model may ask for several tools in one reply. They run concurrently and finish in
+any order; the results are put back in the order of the calls, each carrying its
+call's id, so the transcript pairs every call with one result (no orphans, no
+duplicates) and replays are deterministic. Models sometimes omit call ids or repeat
+one; ids are made unique before anything runs, so the pairing cannot be ambiguous.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+from briefroom.protocol.tools import ToolOutcome
+
+MAX_PARALLEL_TOOLS = 4
+
+
+def normalize_calls(calls: list[dict], prefix: str) -> list[dict]:
+    """The calls with a unique, non-empty id each (first occurrence keeps its id)."""
+    used: set[str] = set()
+    out = []
+    for i, call in enumerate(calls):
+        call_id = str(call.get("id") or "")
+        if not call_id or call_id in used:
+            call_id = f"{prefix}_{i}"
+            while call_id in used:
+                call_id += "x"
+        used.add(call_id)
+        out.append({**call, "id": call_id})
+    return out
+
+
+def run_calls(calls: list[dict], execute: Callable[[dict], ToolOutcome],
+              max_workers: int = MAX_PARALLEL_TOOLS) -> list[ToolOutcome]:
+    """Run normalized calls concurrently; outcome i belongs to call i, whatever finished first."""
+    if not calls:
+        return []
+    ids = [c["id"] for c in calls]
+    if len(set(ids)) != len(ids):
+        raise ValueError("tool call ids must be unique; normalize_calls first")
+    done: dict[str, ToolOutcome] = {}
+    with ThreadPoolExecutor(max_workers=min(max_workers, len(calls)), thread_name_prefix="tool-call") as pool:
+        futures = {pool.submit(execute, call): call for call in calls}
+        for future in as_completed(futures):
+            call = futures[future]
+            try:
+                outcome = future.result()
+            except Exception as exc:  # `execute` should not raise; if it does, the call still gets an answer
+                outcome = ToolOutcome(call["id"], call.get("name", "?"), dict(call.get("args") or {}), None,
+                                      {"error": "engineering_failure", "tool": call.get("name"),
+                                       "message": f"{type(exc).__name__}: {exc}"})
+            if outcome.call_id != call["id"]:
+                raise ValueError(f"result for {outcome.call_id} came back for call {call['id']}")
+            done[call["id"]] = outcome
+    return [done[i] for i in ids]
