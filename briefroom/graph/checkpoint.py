@@ -3,12 +3,18 @@
 Checkpoints are msgpack; LangGraph's default deserializer will rebuild any importable
 class it is told to. We pass an explicit allow-list of our state value types, so a
 tampered checkpoint cannot make `resume` instantiate anything else.
+
+Checkpoints also pass through redaction: text is redacted where it enters the state
+(documents at load, tool results in the envelope), and the serializer checks every
+blob it writes once more, redacting the value before it reaches the disk if a secret
+got through some other way.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -33,13 +39,30 @@ from briefroom.protocol.messages import (
     MsgType,
     Priority,
 )
+from briefroom.protocol.redaction import holds_secret, redact_deep
 
 STATE_TYPES = (Charter, Worktable, Fact, Passage, SourceRecord, Report, AgentMessage, Header, Body, Metadata,
                MsgType, Priority, ArchivePolicy, RoundRecord, RoundSummary, SummaryPoint)
 
 
-def serializer() -> JsonPlusSerializer:
-    return JsonPlusSerializer(allowed_msgpack_modules=list(STATE_TYPES))
+class RedactingSerializer:
+    """LangGraph's serializer protocol (dumps_typed/loads_typed) with a redaction check."""
+
+    def __init__(self, inner: JsonPlusSerializer):
+        self.inner = inner
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        kind, data = self.inner.dumps_typed(obj)
+        if holds_secret(data):  # one scan of the bytes; the walk runs only on a hit
+            kind, data = self.inner.dumps_typed(redact_deep(obj))
+        return kind, data
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        return self.inner.loads_typed(data)
+
+
+def serializer() -> RedactingSerializer:
+    return RedactingSerializer(JsonPlusSerializer(allowed_msgpack_modules=list(STATE_TYPES)))
 
 
 def open_checkpointer(path: Path) -> SqliteSaver:

@@ -4,7 +4,8 @@ Rules are public token formats (prefixes and lengths published by each vendor) p
 context rules (a secret-looking key next to a value, credentials in URLs and headers,
 PEM blocks) and base64: a long base64 run that decodes to text containing a secret
 is replaced whole. A rule runs only when its literal anchor occurs in the text, so a
-50 KB tool output costs a few substring tests and one or two regex passes. A hit becomes a typed marker such as `[REDACTED:GITHUB_TOKEN]`; the
+50 KB tool output costs a few substring tests and one or two regex passes. A hit
+becomes a typed marker such as `[REDACTED:GITHUB_TOKEN]`; the
 audit keeps label, position and a hash prefix, never the value. Markers match no
 rule, so redaction is idempotent.
 """
@@ -17,6 +18,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+
+from pydantic import BaseModel
 
 from briefroom.errors import FatalBreaker
 
@@ -158,3 +161,34 @@ def redact_data(value: object) -> object:
     if isinstance(value, list):
         return [redact_data(v) for v in value]
     return value
+
+
+def redact_deep(value: object) -> object:
+    """Like `redact_data`, also through pydantic models, tuples and sets (checkpointed state).
+
+    Values without a secret come back as the same objects, so callers can tell nothing changed.
+    """
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, BaseModel):
+        changed = {}
+        for name in type(value).model_fields:
+            old = getattr(value, name)
+            new = redact_deep(old)
+            if new is not old and new != old:
+                changed[name] = new
+        return value.model_copy(update=changed) if changed else value
+    if isinstance(value, dict):
+        out = {k: redact_deep(v) for k, v in value.items()}
+        return value if all(out[k] is value[k] or out[k] == value[k] for k in value) else out
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [redact_deep(v) for v in value]
+        if all(a is b or a == b for a, b in zip(items, value)):
+            return value
+        return type(value)(items)
+    return value
+
+
+def holds_secret(data: bytes) -> bool:
+    """Whether serialized bytes (msgpack, JSON) contain a secret in any of their strings."""
+    return bool(redact(data.decode("utf-8", errors="ignore"))[1])

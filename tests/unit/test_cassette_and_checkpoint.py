@@ -58,3 +58,40 @@ def test_checkpoint_serializer_refuses_unlisted_pydantic_types():
     serde = serializer()
     back = serde.loads_typed(serde.dumps_typed({"v": Sneaky()}))
     assert not isinstance(back["v"], Sneaky)
+
+
+def test_checkpoints_pass_through_redaction(tmp_path):
+    """A secret that reached the state some other way is redacted before the checkpoint is written."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from briefroom.graph.checkpoint import open_checkpointer
+    from briefroom.graph.state import Fact
+    from tests.secret_samples import samples
+
+    token = dict(samples())["github ghp_"]
+    leaky = Fact(fact_id="F1", text=f"The deploy key was {token} in 2026.", numbers=("2026",), source_id="S1",
+                 found_by="searcher", round=1)
+    msg = make_message(sender="searcher", msg_type=MsgType.CONCLUSION, content=f"see {token}", round=1, seq=0)
+    serde = serializer()
+    back = serde.loads_typed(serde.dumps_typed({"facts": [leaky], "whiteboard": [msg], "n": 3}))
+    assert token not in back["facts"][0].text and "[REDACTED:" in back["facts"][0].text
+    assert back["facts"][0].numbers == ("2026",) and back["n"] == 3
+    assert token not in back["whiteboard"][0].body.content
+
+    saver = open_checkpointer(tmp_path / "checkpoints.sqlite")
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"facts": [leaky]}
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    saved = saver.put(config, checkpoint, {"source": "loop", "step": 1}, {})
+    saver.put_writes(saved, [("facts", [leaky])], task_id="task1")
+    saver.conn.commit()
+    saver.conn.close()
+    for path in tmp_path.iterdir():
+        assert token.encode() not in path.read_bytes(), path.name
+
+
+def test_clean_state_is_serialized_untouched():
+    from briefroom.protocol.redaction import redact_deep
+
+    value = {"charter": Charter(goal="g", acceptance_criteria=("a",)), "ids": ("a", "b"), "n": [1, 2]}
+    assert redact_deep(value) is value
