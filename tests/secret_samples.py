@@ -8,8 +8,10 @@ format. Each sample is planted in prose, JSON, an env file, HTTP headers and bas
 from __future__ import annotations
 
 import base64
+import hashlib
 import random
 import string
+import uuid
 
 ALNUM = string.ascii_letters + string.digits
 UPPER_DIGITS = string.ascii_uppercase + string.digits
@@ -88,3 +90,23 @@ def contexts(name: str, secret: str) -> dict[str, str]:
         "http": f"GET /v1/things HTTP/1.1\nHost: api.example.com\nX-Api-Key: {secret}\nAccept: */*",
         "base64": "config blob: " + base64.b64encode(f"credential={secret}\n".encode()).decode(),
     }
+
+
+def benign(n: int = 1000) -> list[str]:
+    """High-entropy strings that are not secrets: UUIDs, git SHAs, sha256 digests, URLs, base64 images."""
+    rng = random.Random(3)
+    out = []
+    for i in range(n):
+        kind = i % 5
+        if kind == 0:
+            out.append(str(uuid.UUID(int=rng.getrandbits(128))))
+        elif kind == 1:
+            out.append("".join(rng.choice("0123456789abcdef") for _ in range(40)))  # git SHA
+        elif kind == 2:
+            out.append(hashlib.sha256(str(i).encode()).hexdigest())
+        elif kind == 3:
+            out.append(f"https://example.com/docs/{rng.getrandbits(64):x}?page={i}&ref=main#section-{i}")
+        else:
+            png = b"\x89PNG\r\n\x1a\n" + bytes(rng.getrandbits(8) for _ in range(60))
+            out.append("data:image/png;base64," + base64.b64encode(png).decode())
+    return out

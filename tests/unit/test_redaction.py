@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import random
-import uuid
 
 import pytest
 from hypothesis import given
@@ -13,7 +10,7 @@ from hypothesis import strategies as st
 
 from briefroom.errors import FatalBreaker
 from briefroom.protocol.redaction import assert_no_secrets, redact, redact_text
-from tests.secret_samples import contexts, samples, secret_value
+from tests.secret_samples import benign, contexts, samples, secret_value
 
 SAMPLES = samples()
 
@@ -43,25 +40,6 @@ def test_findings_record_label_and_hash_not_value():
     _, findings = redact(f"token {secret}")
     assert findings[0].label == "GITHUB_TOKEN"
     assert findings[0].hash_prefix == hashlib.sha256(secret.encode()).hexdigest()[:12]
-
-
-def benign(n: int = 1000) -> list[str]:
-    rng = random.Random(3)
-    out = []
-    for i in range(n):
-        kind = i % 5
-        if kind == 0:
-            out.append(str(uuid.UUID(int=rng.getrandbits(128))))
-        elif kind == 1:
-            out.append("".join(rng.choice("0123456789abcdef") for _ in range(40)))  # git SHA
-        elif kind == 2:
-            out.append(hashlib.sha256(str(i).encode()).hexdigest())
-        elif kind == 3:
-            out.append(f"https://example.com/docs/{rng.getrandbits(64):x}?page={i}&ref=main#section-{i}")
-        else:
-            png = b"\x89PNG\r\n\x1a\n" + bytes(rng.getrandbits(8) for _ in range(60))
-            out.append("data:image/png;base64," + base64.b64encode(png).decode())
-    return out
 
 
 def test_benign_high_entropy_strings_are_left_alone():
