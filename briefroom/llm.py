@@ -25,6 +25,7 @@ from briefroom.models.cassette import (
 )
 from briefroom.models.embedded import EMBEDDED_CONTEXT, EMBEDDED_MODEL_NAME
 from briefroom.models.test_model import TEST_PROVIDER_LABEL, TestChatModel
+from briefroom.protocol.calls import check_pairing
 from briefroom.protocol.redaction import assert_no_secrets
 
 
@@ -48,6 +49,7 @@ class ModelHandle:
         """Send `messages`; returns the reply and the latency in seconds."""
         for message in messages:  # the last line of defence: nothing secret leaves in a prompt
             assert_no_secrets(str(message.content), f"the {self.role} prompt")
+        check_pairing(messages)  # no tool result without its call, none twice, none missing
         runnable: Any = self.chat_model
         if tools:
             choice = {"type": "function", "function": {"name": force_tool}} if force_tool else None

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import TYPE_CHECKING
 
-from briefroom.protocol.tools import ToolOutcome
+if TYPE_CHECKING:  # tools imports the corpus index; the model seam needs only check_pairing
+    from briefroom.protocol.tools import ToolOutcome
 
 MAX_PARALLEL_TOOLS = 4
 
@@ -32,15 +34,17 @@ def normalize_calls(calls: list[dict], prefix: str) -> list[dict]:
     return out
 
 
-def run_calls(calls: list[dict], execute: Callable[[dict], ToolOutcome],
-              max_workers: int = MAX_PARALLEL_TOOLS) -> list[ToolOutcome]:
+def run_calls(calls: list[dict], execute: Callable[[dict], "ToolOutcome"],
+              max_workers: int = MAX_PARALLEL_TOOLS) -> list["ToolOutcome"]:
     """Run normalized calls concurrently; outcome i belongs to call i, whatever finished first."""
+    from briefroom.protocol.tools import ToolOutcome
+
     if not calls:
         return []
     ids = [c["id"] for c in calls]
     if len(set(ids)) != len(ids):
         raise ValueError("tool call ids must be unique; normalize_calls first")
-    done: dict[str, ToolOutcome] = {}
+    done: dict[str, "ToolOutcome"] = {}
     with ThreadPoolExecutor(max_workers=min(max_workers, len(calls)), thread_name_prefix="tool-call") as pool:
         futures = {pool.submit(execute, call): call for call in calls}
         for future in as_completed(futures):
@@ -55,3 +59,33 @@ def run_calls(calls: list[dict], execute: Callable[[dict], ToolOutcome],
                 raise ValueError(f"result for {outcome.call_id} came back for call {call['id']}")
             done[call["id"]] = outcome
     return [done[i] for i in ids]
+
+
+class PairingError(ValueError):
+    """A transcript where a tool result has no call, or a call has no (or two) results."""
+
+
+def check_pairing(messages: list) -> None:
+    """Every tool result follows its own call, once; every call is answered before the
+    conversation moves on. Run on every prompt before it is sent: providers reject
+    broken pairs, and a result shown without its call is a result without meaning."""
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    open_calls: set[str] = set()
+    answered: set[str] = set()
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            call_id = message.tool_call_id
+            if call_id in answered:
+                raise PairingError(f"tool result {call_id!r} appears twice")
+            if call_id not in open_calls:
+                raise PairingError(f"tool result {call_id!r} has no preceding call")
+            open_calls.discard(call_id)
+            answered.add(call_id)
+            continue
+        if open_calls:
+            raise PairingError(f"tool call(s) {', '.join(sorted(open_calls))} were not answered")
+        if isinstance(message, AIMessage):
+            open_calls = {c["id"] for c in message.tool_calls if c.get("id")}
+    if open_calls:
+        raise PairingError(f"tool call(s) {', '.join(sorted(open_calls))} were not answered")

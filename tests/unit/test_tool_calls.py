@@ -221,3 +221,25 @@ def test_trimming_never_exposes_a_fragment_of_a_planted_secret(index, padding, m
     env = envelope(outcome, TokenCounter(), max_tokens=max_tokens)
     leaked = [f for f in _fragments(index, shape) if f in env.text]
     assert not leaked, (name, shape, leaked[:3])
+
+
+def test_the_model_seam_refuses_orphaned_missing_or_repeated_tool_results():
+    import pytest
+    from langchain_core.messages import HumanMessage
+
+    from briefroom.protocol.calls import PairingError, check_pairing
+
+    ask = AIMessage(content="", tool_calls=[{"name": "t", "args": {}, "id": "a"}, {"name": "t", "args": {}, "id": "b"}])
+    good = [HumanMessage(content="q"), ask, ToolMessage(content="1", tool_call_id="b"),
+            ToolMessage(content="2", tool_call_id="a"), HumanMessage(content="go on")]
+    check_pairing(good)  # any order of results within the reply is fine
+    with pytest.raises(PairingError, match="no preceding call"):
+        check_pairing([HumanMessage(content="q"), ToolMessage(content="1", tool_call_id="a")])
+    with pytest.raises(PairingError, match="twice"):
+        check_pairing([ask, ToolMessage(content="1", tool_call_id="a"), ToolMessage(content="1", tool_call_id="a")])
+    with pytest.raises(PairingError, match="not answered"):
+        check_pairing([ask, ToolMessage(content="1", tool_call_id="a"), HumanMessage(content="next")])
+    handle = ModelHandle("searcher", "scripted", "scripted", ScriptedChatModel([AIMessage(content="x")]),
+                         "json_object_schema", 32_000)
+    with pytest.raises(PairingError):
+        handle.invoke([HumanMessage(content="q"), ToolMessage(content="1", tool_call_id="zz")])
