@@ -285,6 +285,7 @@ class Turn:
         outcomes: list[ToolOutcome] = []
         forced = handle.tool_mode == "first"
         turns, turn, corrections = (1 if forced else max_turns), 0, 0
+        used_ids: set[str] = set()  # call ids are unique across the whole tool conversation
         while turn < turns:
             if self.finishing:
                 break  # results so far are enough; the budget is for the Writer now
@@ -299,7 +300,7 @@ class Turn:
             turn += 1
             if not reply.tool_calls:
                 break
-            calls = normalize_calls(reply.tool_calls, f"call_{self.role.name}_{self._calls}")
+            calls = normalize_calls(reply.tool_calls, f"call_{self.role.name}_{self._calls}", used_ids)
             messages.append(reply.model_copy(update={"tool_calls": calls}))
             for call in calls:
                 self.ctx.log.event("tool_call", agent=self.role.name, round=self.round, tool=call["name"],

@@ -19,9 +19,13 @@ if TYPE_CHECKING:  # tools imports the corpus index; the model seam needs only c
 MAX_PARALLEL_TOOLS = 4
 
 
-def normalize_calls(calls: list[dict], prefix: str) -> list[dict]:
-    """The calls with a unique, non-empty id each (first occurrence keeps its id)."""
-    used: set[str] = set()
+def normalize_calls(calls: list[dict], prefix: str, used: set[str] | None = None) -> list[dict]:
+    """The calls with a unique, non-empty id each (first occurrence keeps its id).
+
+    `used`: ids already in the conversation (updated in place). Some servers number
+    calls per reply (`call_0` every time); a repeat would pair a result with two calls.
+    """
+    used = set() if used is None else used
     out = []
     for i, call in enumerate(calls):
         call_id = str(call.get("id") or "")

@@ -243,3 +243,10 @@ def test_the_model_seam_refuses_orphaned_missing_or_repeated_tool_results():
                          "json_object_schema", 32_000)
     with pytest.raises(PairingError):
         handle.invoke([HumanMessage(content="q"), ToolMessage(content="1", tool_call_id="zz")])
+
+
+def test_ids_reused_across_replies_are_renamed():
+    used: set[str] = set()
+    first = normalize_calls([{"name": "t", "args": {}, "id": "call_0"}], "p", used)
+    second = normalize_calls([{"name": "t", "args": {}, "id": "call_0"}], "q", used)
+    assert first[0]["id"] == "call_0" and second[0]["id"] != "call_0"
