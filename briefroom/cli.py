@@ -42,6 +42,10 @@ def _settings(**overrides) -> Settings:
 
 DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="index and memory stores "
                                                  "(env BRIEFROOM_DATA_DIR; default ~/.local/share/briefroom)")]
+User = Annotated[Optional[str], typer.Option("--user", help="memory namespace: user (env BRIEFROOM_USER; "
+                                             "default: login name)")]
+Session = Annotated[Optional[str], typer.Option("--session", help="memory namespace: session (env "
+                                                "BRIEFROOM_SESSION; default 'default')")]
 
 
 @app.command()
@@ -65,6 +69,14 @@ def research(
     floor: Annotated[list[str], typer.Option("--floor", help="SECTION=TOKENS a section always gets if it has "
                                              "items")] = [],
     data_dir: DataDir = None,
+    user: User = None,
+    session: Session = None,
+    memory: Annotated[bool, typer.Option("--memory/--no-memory", help="recall verified facts, past tasks and "
+                                         "skills at the start; keep what passes the write gates")] = True,
+    memory_scope: Annotated[Optional[str], typer.Option(help="what the run may recall: user (all sessions) or "
+                                                        "session")] = None,
+    memory_threshold: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="cosine similarity a "
+                                                              "memory needs to be recalled (default 0.75)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary instead of the report")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
 ) -> None:
@@ -75,7 +87,8 @@ def research(
         settings = _settings(model=model, base_url=base_url, role_models=parse_role_models(role_model),
                              rounds=rounds, data_dir=data_dir, structured=structured, context=context,
                              max_tokens=max_tokens, context_shares=parse_section_values(share, "--share", float),
-                             context_floors=parse_section_values(floor, "--floor", int))
+                             context_floors=parse_section_values(floor, "--floor", int), memory=memory, user=user,
+                             session=session, memory_scope=memory_scope, memory_threshold=memory_threshold)
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
                                               roles_dirs=list(roles_dir)), settings, progress=_progress(quiet))
     except BriefroomError as exc:
@@ -174,6 +187,113 @@ def bench_context(
                          f"{result['fact_recall']:.0%} vs {result['naive_fact_recall']:.0%}; slope "
                          f"{result['per_round_slope_pct_of_budget']}% of budget/round; build p95 "
                          f"{result['build_ms_p95']} ms at 10k messages")
+
+
+memory_app = typer.Typer(help="Long-term memory: list, search, show, forget, export (per namespace).")
+app.add_typer(memory_app, name="memory")
+Zone = Annotated[Optional[str], typer.Option("--zone", help="vector | fact | skill (default: all)")]
+Scope_ = Annotated[str, typer.Option("--scope", help="user (all sessions) | session")]
+
+
+def _memory(data_dir: Path | None, user: str | None, session: str | None, scope: str, zone: str | None = None):
+    from briefroom.corpus.embeddings import make_embedder
+    from briefroom.memory.namespace import Namespace, default_user
+    from briefroom.memory.store import ZONES, MemoryStore
+
+    settings = _settings(data_dir=data_dir, user=user, session=session, memory_scope=scope)
+    if zone is not None and zone not in ZONES:
+        raise BriefroomError(f"--zone must be one of {', '.join(ZONES)}")
+    ns = Namespace(settings.user or default_user(), settings.session)
+    return MemoryStore(settings.data_dir, make_embedder(settings.embedder)), ns, settings.memory_scope
+
+
+def _print_items(items: list[dict], as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(items, indent=1, ensure_ascii=False) + "\n")
+        return
+    if not items:
+        err.print("no memories in this namespace")
+    for item in items:
+        status = f" [{item['status']}]" if item.get("status") else ""
+        head = f"{item['id']}  {item['zone']}{status}"
+        stdout.print(f"[bold]{head}[/]  {item.get('entity', '') or item.get('kind', '')}", markup=True)
+        stdout.print("    " + str(item["text"]).replace("\n", "\n    "), markup=False)
+
+
+@memory_app.command("list")
+def memory_list(data_dir: DataDir = None, user: User = None, session: Session = None, zone: Zone = None,
+                scope: Scope_ = "user",
+                as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False) -> None:
+    """Every memory in the namespace, oldest first."""
+    try:
+        store, ns, scope = _memory(data_dir, user, session, scope, zone)
+        items = store.items(ns, scope, zone)  # type: ignore[arg-type]
+        store.close()
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    _print_items(items, as_json)
+
+
+@memory_app.command("search")
+def memory_search(query: Annotated[str, typer.Argument(help="what to look for")], data_dir: DataDir = None,
+                  user: User = None, session: Session = None, scope: Scope_ = "user",
+                  threshold: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.5,
+                  as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False) -> None:
+    """Memories and skills similar to QUERY (what a run would recall), best first."""
+    try:
+        store, ns, scope = _memory(data_dir, user, session, scope)
+        found = [*store.recall(query, ns, scope, threshold=threshold),  # type: ignore[arg-type]
+                 *store.skills_for(query, ns, scope, threshold=threshold)]  # type: ignore[arg-type]
+        store.close()
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    _print_items([{"id": r.item_id, "zone": r.zone, "text": r.text, "similarity": r.similarity, "score": r.score,
+                   "provenance": r.provenance} for r in found], as_json)
+
+
+@memory_app.command("show")
+def memory_show(item_id: Annotated[str, typer.Argument(help="a memory id from list or search")],
+                data_dir: DataDir = None, user: User = None, session: Session = None, scope: Scope_ = "user") -> None:
+    """One memory with its provenance, as JSON."""
+    try:
+        store, ns, scope = _memory(data_dir, user, session, scope)
+        items = [i for i in store.items(ns, scope) if i["id"] == item_id]  # type: ignore[arg-type]
+        store.close()
+        if not items:
+            raise BriefroomError(f"no memory {item_id!r} in this namespace")
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    sys.stdout.write(json.dumps(items[0], indent=1, ensure_ascii=False) + "\n")
+
+
+@memory_app.command("forget")
+def memory_forget(item_id: Annotated[str, typer.Argument(help="a memory id from list or search")],
+                  data_dir: DataDir = None, user: User = None, session: Session = None,
+                  scope: Scope_ = "user") -> None:
+    """Remove a memory from every zone and compact the stores (no plaintext left on disk)."""
+    try:
+        store, ns, scope = _memory(data_dir, user, session, scope)
+        removed = store.forget(item_id, ns, scope)  # type: ignore[arg-type]
+        store.close()
+        if not removed:
+            raise BriefroomError(f"no memory {item_id!r} in this namespace")
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    err.print(f"forgot {item_id} ({removed} row(s), history included)")
+
+
+@memory_app.command("export")
+def memory_export(data_dir: DataDir = None, user: User = None, session: Session = None, zone: Zone = None,
+                  scope: Scope_ = "user") -> None:
+    """The namespace's memories as JSON lines, one per memory (to back up or move)."""
+    try:
+        store, ns, scope = _memory(data_dir, user, session, scope, zone)
+        items = store.items(ns, scope, zone)  # type: ignore[arg-type]
+        store.close()
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    for item in items:
+        sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
 
 
 @app.command()

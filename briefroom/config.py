@@ -32,6 +32,11 @@ class Settings(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1000, description="run-level prompt+completion token budget")
     context_shares: dict[str, float] = Field(default_factory=dict, description="section -> share of the budget")
     context_floors: dict[str, int] = Field(default_factory=dict, description="section -> minimum tokens")
+    memory: bool = Field(default=True, description="read and write long-term memory in the data directory")
+    user: str | None = Field(default=None, description="memory namespace: user (default: login name)")
+    session: str = Field(default="default", description="memory namespace: session")
+    memory_scope: str = Field(default="user", description="what a run may recall: user | session")
+    memory_threshold: float = Field(default=0.75, ge=0.0, le=1.0, description="cosine similarity to recall")
     temperature: float = 0.0
     request_timeout: float = 120.0
 
@@ -48,6 +53,8 @@ class Settings(BaseModel):
             "embedder": ("BRIEFROOM_EMBEDDER",),
             "context": ("BRIEFROOM_CONTEXT",),
             "max_tokens": ("BRIEFROOM_MAX_TOKENS",),
+            "user": ("BRIEFROOM_USER",),
+            "session": ("BRIEFROOM_SESSION",),
         }
         for field, names in pick.items():
             for name in names:
@@ -70,6 +77,8 @@ class Settings(BaseModel):
             raise ConfigError(f"--structured must be one of {', '.join(STRUCTURED_MODES)}")
         if settings.context not in ("layered", "naive"):
             raise ConfigError("--context must be 'layered' or 'naive'")
+        if settings.memory_scope not in ("user", "session"):
+            raise ConfigError("--memory-scope must be 'user' or 'session'")
         return settings
 
     def model_for(self, role: str) -> str | None:

@@ -29,10 +29,14 @@ from briefroom.graph.checkpoint import open_checkpointer
 from briefroom.graph.state import DEFAULT_CRITERIA, AgentState, Charter
 from briefroom.graph.summary import SUMMARIZER
 from briefroom.llm import ModelPool, build_pool, needs_embedded_server
+from briefroom.memory.gates import apply_gates
+from briefroom.memory.namespace import Namespace, default_user
+from briefroom.memory.store import MemoryStore
 from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer
 from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter, encoding_for_model
+from briefroom.protocol.context import Item, mark_data
 from briefroom.protocol.messages import MsgType, Priority, make_message
 from briefroom.protocol.redaction import redact_text
 from briefroom.protocol.tools import artifact_tool, corpus_tools
@@ -84,6 +88,35 @@ def initial_state(charter: Charter) -> AgentState:
     return AgentState(charter=charter, round=1, whiteboard=[ask], revisions=0, done=False, report=None)
 
 
+def task_name(run_dir: Path) -> str:
+    """The run as a memory namespace task: its directory name, made safe."""
+    name = re.sub(r"[^A-Za-z0-9._@-]", "-", run_dir.resolve().name).strip("-._@")[:64]
+    return name or "run"
+
+
+def read_memory(memory: MemoryStore, ns: Namespace, settings: Settings, goal: str,
+                log: RunLog) -> tuple[list[Item], list[str]]:
+    """Task start: similar past tasks, known facts and skills, as untrusted data with
+    their provenance, for the roles that read memory (the Planner)."""
+    scope = settings.memory_scope  # type: ignore[arg-type]
+    recalled = memory.recall(goal, ns, scope, threshold=settings.memory_threshold)
+    skills = memory.skills_for(goal, ns, scope, threshold=settings.memory_threshold)
+    log.event("memory_read", agent="planner", scope=scope, threshold=settings.memory_threshold,
+              items=[{"id": r.item_id, "zone": r.zone, "similarity": r.similarity, "score": r.score,
+                      "provenance": r.provenance} for r in [*recalled, *skills]])
+    items = []
+    for order, r in enumerate([*skills, *recalled]):
+        attrs = {"id": r.item_id, "zone": r.zone, "similarity": str(r.similarity)}
+        for key in ("run", "status"):
+            if r.provenance.get(key):
+                attrs[key] = str(r.provenance[key])
+        for key in ("sources", "confirmed_by"):
+            if r.provenance.get(key):
+                attrs[key] = ",".join(map(str, r.provenance[key]))
+        items.append(Item(r.item_id, mark_data("memory", r.text, **attrs), Priority.P1, order, r.score))
+    return items, [s.item_id for s in skills]
+
+
 def run_research(request: ResearchRequest, settings: Settings,
                  progress: Callable[[int, str, str], None] | None = None) -> RunResult:
     if not request.question.strip():
@@ -98,22 +131,33 @@ def run_research(request: ResearchRequest, settings: Settings,
     roles = discover(request.roles_dirs)
     bus = bus_for(roles)
     charter = make_charter(request, settings, roles)
+    # Replays and recordings must not depend on what this machine remembers.
+    use_memory = settings.memory and request.cassette is None and request.record is None
+    namespace = Namespace(settings.user or default_user(), settings.session, task_name(run_dir)) \
+        if use_memory else None
     (run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
     log = RunLog(run_dir / "run.jsonl")
     recorder = Cassette() if request.record else None
     index: CorpusIndex | None = None
+    memory: MemoryStore | None = None
     try:
         log.event("run_start", question=charter.goal, rounds=charter.max_rounds, roles=[r.name for r in roles],
                   corpus=[str(p) for p in request.corpus])
         if progress:
             progress(0, "index", "indexing corpus")
         started = time.perf_counter()
-        index = CorpusIndex(settings.data_dir, make_embedder(settings.embedder))
+        embedder = make_embedder(settings.embedder)
+        index = CorpusIndex(settings.data_dir, embedder)
         stats = index.sync(request.corpus)
         log.event("index", documents=stats.documents, embedded_chunks=stats.embedded_chunks,
                   reused_documents=stats.reused_documents, seconds=round(time.perf_counter() - started, 3))
         if stats.documents == 0:
             raise ConfigError(f"no readable documents (md, txt, html, pdf) in {', '.join(map(str, request.corpus))}")
+        memory_items: list[Item] = []
+        used_skills: list[str] = []
+        if namespace is not None:
+            memory = MemoryStore(settings.data_dir, embedder)
+            memory_items, used_skills = read_memory(memory, namespace, settings, charter.goal, log)
         names = [r.name for r in roles] + [SUMMARIZER.name]
         with contextlib.ExitStack() as stack:
             embedded_url = None
@@ -138,7 +182,8 @@ def run_research(request: ResearchRequest, settings: Settings,
             ctx = RunContext(bus=bus, models=pool, counter=counter, log=log, tools=tools, artifacts=store,
                              index=index, progress=progress or (lambda *_: None),
                              context_strategy=settings.context, max_tokens=settings.max_tokens,
-                             shares=settings.context_shares, floors=settings.context_floors)
+                             shares=settings.context_shares, floors=settings.context_floors,
+                             memory_items=memory_items)
             saver = open_checkpointer(run_dir / "checkpoints.sqlite")
             stack.callback(saver.conn.close)
             graph = build_graph(roles, bus, checkpointer=saver)
@@ -151,6 +196,12 @@ def run_research(request: ResearchRequest, settings: Settings,
         all_sources = {sid: rec.model_dump(mode="json") for sid, rec in state.get("sources", {}).items()}
         (run_dir / "sources.json").write_text(json.dumps({"cited": list(report.cited_sources), "sources": all_sources},
                                                          indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        if memory is not None and namespace is not None:
+            started = time.perf_counter()
+            decisions = apply_gates(memory, namespace, run_dir.name, state, [t for _, t in ctx.transcript],
+                                    used_skills, log)
+            log.event("memory_gates", seconds=round(time.perf_counter() - started, 4),
+                      written=sum(d["accepted"] for d in decisions), rejected=sum(not d["accepted"] for d in decisions))
         log.event("run_end", accepted=report.accepted, repairs=len(report.repairs), rounds=state.get("round"),
                   cited=list(report.cited_sources))
         if recorder is not None and request.record is not None:
@@ -167,5 +218,7 @@ def run_research(request: ResearchRequest, settings: Settings,
         raise
     finally:
         log.close()
+        if memory is not None:
+            memory.close()
         if index is not None:
             index.close()

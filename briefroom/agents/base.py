@@ -61,6 +61,9 @@ class Role:
     # "draft" writes the report from what is known, "check" reviews that draft;
     # roles without a duty stop working.
     finishing_duty: str | None = None
+    # Reads long-term memory at task start (the Planner); other roles read it only at
+    # declared decision points, through a memory tool.
+    reads_memory: bool = False
 
     def __post_init__(self) -> None:
         if self.finishing_duty not in (None, "draft", "check"):

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from briefroom.corpus.index import CorpusIndex
     from briefroom.llm import ModelPool
     from briefroom.protocol.artifacts import ArtifactStore
+    from briefroom.protocol.context import Item
     from briefroom.protocol.tools import Tool
 
 
@@ -40,6 +41,8 @@ class RunContext:
     # naive baseline only: it interleaves them with the messages, as a chat log would.
     transcript: list[tuple[float, str]] = field(default_factory=list)
     max_tokens: int | None = None  # run-level budget (prompt + completion tokens)
+    # Recalled at task start for roles that read memory (untrusted data with provenance).
+    memory_items: list["Item"] = field(default_factory=list)
     shares: dict[str, float] = field(default_factory=dict)  # overrides of the builder's section shares
     floors: dict[str, int] = field(default_factory=dict)
     tokens_used: int = 0

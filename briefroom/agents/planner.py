@@ -45,6 +45,7 @@ ROLE = Role(
     output_schema=Plan,
     step=step,
     order=10,
+    reads_memory=True,
     budget_tokens=3000,
     description="splits the goal into search questions",
 )

@@ -159,7 +159,8 @@ def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fa
     # at their end, summaries once a round, the whiteboard turns over with TTLs, sources
     # and notes change every turn. A role's next prompt then repeats the longest prefix
     # of its last one (provider prompt caches), and the task still comes last.
-    dynamic = [Section("memory", "## Memory (from earlier runs)", []),
+    memory = turn.ctx.memory_items if turn.role.reads_memory else []
+    dynamic = [Section("memory", "## Memory (from earlier runs)", memory),
                Section("facts", "## Facts (verbatim from sources)",
                        [fact_item(f, i, task) for i, f in enumerate(facts)]),
                Section("summaries", "## Earlier rounds (summaries)", summaries),

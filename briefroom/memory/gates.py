@@ -1,0 +1,148 @@
+"""Write gates: what a finished run may leave in long-term memory, and why.
+
+Every candidate the run produced is judged, and every decision is logged with its
+reason (`memory_write` events), including the rejections:
+
+- Verification: a fact persists only if at least two roles back it (the Searcher found
+  it in a source and the Critic accepted a conclusion resting on it). Worktable notes
+  (intermediate reasoning), raw tool output and unconfirmed conclusions never persist,
+  nor does anything that reads like an order to an agent or holds a secret.
+- Dedup and update: the fact table merges, supersedes or keeps competing versions
+  (`MemoryStore.put_fact`); nothing is overwritten.
+- Skill evaluation: the run's plan becomes a skill only if the Critic passed the
+  report against the acceptance criteria; a skill recalled at the start is credited
+  with this run's outcome, and retired if it keeps failing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from briefroom.graph.state import AgentState, Fact
+from briefroom.memory.namespace import Namespace
+from briefroom.memory.store import MemoryStore
+from briefroom.memory.zones import FactRow
+from briefroom.protocol.messages import MsgType
+from briefroom.protocol.redaction import redact
+from briefroom.protocol.summarizer import content_words
+from briefroom.protocol.untrusted import instruction_like
+
+MIN_BACKERS = 2
+_UNIT = re.compile(r"\s*(%|percent|per cent|(?:billion|million|trillion|thousand|bn|m)\b)?\s*"
+                   r"(USD|EUR|GBP|dollars|euros|\$)?", re.IGNORECASE)
+
+
+@dataclass
+class Candidate:
+    kind: str  # fact | task_memory | skill | note | tool_output | conclusion
+    text: str
+    backers: tuple[str, ...] = ()
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def judge(candidate: Candidate) -> tuple[bool, str]:
+    """Whether a candidate may persist, and why (the order of checks is the order of reasons)."""
+    if candidate.kind in ("note", "tool_output"):
+        return False, "process traces and raw tool output never persist"
+    if candidate.kind == "conclusion":
+        return False, "a conclusion persists only as a fact two roles confirmed"
+    order = instruction_like(candidate.text)
+    if order:
+        return False, f"reads like an instruction to an agent ({order})"
+    if redact(candidate.text)[1]:
+        return False, "contains a secret"
+    if candidate.kind == "fact" and len(set(candidate.backers)) < MIN_BACKERS:
+        return False, f"unverified: backed by {len(set(candidate.backers))} role(s), {MIN_BACKERS} needed"
+    if candidate.kind in ("task_memory", "skill") and not candidate.data.get("accepted"):
+        return False, "the Critic did not pass the report against the acceptance criteria"
+    return True, "verified"
+
+
+def fact_row(fact: Fact, subjects: dict[str, str], run_id: str) -> FactRow:
+    """Entity from the accepted conclusion's subject when there is one, else the
+    sentence's content words; attribute from the unit of the first number."""
+    value = fact.numbers[0] if fact.numbers else ""
+    unit = ""
+    position = fact.text.replace(",", "").find(value) if value else -1
+    if position >= 0:
+        m = _UNIT.match(fact.text.replace(",", ""), position + len(value))
+        unit = " ".join(part for part in (m.group(1), m.group(2)) if part) if m else ""
+    words = sorted(w for w in content_words(fact.text) if not any(ch.isdigit() for ch in w))
+    entity = subjects.get(fact.fact_id) or " ".join(words[:8])
+    return FactRow(entity=entity, attribute=unit.lower() or "value", value=value, unit=unit, text=fact.text,
+                   source_ids=(fact.source_id,), confirmed_by=tuple(sorted(set(fact.confirmed_by))), run_id=run_id)
+
+
+def candidates(state: AgentState, transcript: list[str]) -> list[Candidate]:
+    """Everything a run could be tempted to remember."""
+    report = state.get("report")
+    accepted = bool(report and report.accepted)
+    messages = [*state.get("archive", []), *state.get("whiteboard", [])]
+    out = [Candidate("fact", f.text, tuple(f.confirmed_by), {"fact": f}) for f in state.get("facts", [])]
+    out += [Candidate("note", note) for table in state.get("worktables", {}).values() for note in table.notes]
+    out += [Candidate("tool_output", raw[:2000]) for raw in transcript]
+    out += [Candidate("conclusion", m.body.content, (m.header.sender,)) for m in messages
+            if m.header.msg_type is MsgType.CONCLUSION]
+    charter = state["charter"]
+    sources = state.get("sources", {})
+    if report is not None:
+        cited = [f"{sources[s].title} ({s})" if s in sources else s for s in report.cited_sources]
+        out.append(Candidate("task_memory", f"Question: {charter.goal}\nAnswered with: {'; '.join(cited)}",
+                             ("writer", "critic"), {"accepted": accepted, "sources": list(report.cited_sources),
+                                                    "repairs": len(report.repairs)}))
+        plan = list(dict.fromkeys(m.body.content for m in messages if m.header.sender == "planner"
+                                  and m.header.msg_type is MsgType.INSTRUCTION))
+        if plan:
+            out.append(Candidate("skill", "\n".join(plan), ("planner", "critic"),
+                                 {"accepted": accepted, "steps": plan[:8], "when": charter.goal}))
+    return out
+
+
+def _subjects(state: AgentState) -> dict[str, str]:
+    """fact id -> subject of an accepted conclusion quoting it (from the Searcher's structured data)."""
+    out: dict[str, str] = {}
+    conclusions = [m for m in [*state.get("archive", []), *state.get("whiteboard", [])]
+                   if m.header.msg_type is MsgType.CONCLUSION and m.body.structured_data.get("subject")]
+    for fact in state.get("facts", []):
+        for m in conclusions:
+            if fact.source_id in m.body.references and fact.text in m.body.content:
+                out[fact.fact_id] = str(m.body.structured_data["subject"])
+                break
+    return out
+
+
+def apply_gates(store: MemoryStore, ns: Namespace, run_id: str, state: AgentState, transcript: list[str],
+                used_skills: list[str], log: Any) -> list[dict]:
+    """Judge every candidate, write what passes, log every decision; returns the decisions."""
+    decisions = []
+    subjects = _subjects(state)
+    report = state.get("report")
+    for candidate in candidates(state, transcript):
+        ok, reason = judge(candidate)
+        decision: dict[str, Any] = {"kind": candidate.kind, "accepted": ok, "reason": reason,
+                                    "preview": candidate.text[:120]}
+        if ok and candidate.kind == "fact":
+            row = fact_row(candidate.data["fact"], subjects, run_id)
+            item_id, action, why = store.put_fact(ns, row)
+            decision.update(zone="fact", id=item_id, action=action, reason=why, entity=row.entity)
+        elif ok and candidate.kind == "task_memory":
+            item_id = store.put_memory(ns, "task", candidate.text, {"run": run_id,
+                                                                     "sources": candidate.data["sources"],
+                                                                     "confirmed_by": ["critic"]},
+                                       importance=0.5 if candidate.data["repairs"] else 0.8)
+            decision.update(zone="vector", id=item_id, action="insert")
+        elif ok and candidate.kind == "skill":
+            item_id, action = store.put_skill(ns, "Research plan: " + candidate.data["when"][:80],
+                                              candidate.data["when"], candidate.data["steps"], ["critic"])
+            decision.update(zone="skill", id=item_id, action=action)
+        else:
+            decision.update(zone=None, action="rejected")
+        log.event("memory_write", **decision)
+        decisions.append(decision)
+    for skill_id in used_skills:
+        outcome = store.record_use(skill_id, ns, success=bool(report and report.accepted))
+        log.event("memory_write", kind="skill_use", zone="skill", id=skill_id, accepted=True, action=outcome,
+                  reason="a skill recalled at the start is credited with this run's outcome")
+    return decisions

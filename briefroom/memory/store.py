@@ -1,0 +1,319 @@
+"""MemoryStore: the three zones on SQLite (text, rows) and chromadb (vectors only).
+
+Layout under `<data-dir>/memory/<embedder>/`: `memory.sqlite` (WAL, busy timeout,
+secure_delete so deleted text is overwritten) and `chroma/`. chromadb gets ids,
+vectors and the namespace fields it must filter on, never the text: its own SQLite
+keeps written documents in places a delete does not reach (the `embeddings_queue`
+table; chromadb issues #3793 and #7659), so `forget` could not be exact there.
+
+Every query filters on the namespace in the store itself (SQL WHERE and chromadb
+`where`), and rows read back are checked against the namespace again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from briefroom.corpus.embeddings import Embedder
+from briefroom.memory.namespace import Namespace, Scope
+from briefroom.memory.zones import FactRow, Recalled
+from briefroom.protocol.redaction import redact_text
+
+DEFAULT_THRESHOLD = 0.75  # cosine similarity a memory needs to be recalled
+HALF_LIFE_DAYS = 30.0  # recency: a memory's weight halves every month
+SKILL_RETIRE_AFTER = 3  # failures (more than successes) before a skill is retired
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+  id TEXT PRIMARY KEY, user TEXT NOT NULL, session TEXT NOT NULL, task TEXT NOT NULL,
+  kind TEXT NOT NULL, text TEXT NOT NULL, provenance TEXT NOT NULL, importance REAL NOT NULL,
+  created REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS memories_ns ON memories(user, session, task);
+CREATE TABLE IF NOT EXISTS facts (
+  id TEXT PRIMARY KEY, user TEXT NOT NULL, session TEXT NOT NULL, task TEXT NOT NULL,
+  entity TEXT NOT NULL, attribute TEXT NOT NULL, value TEXT NOT NULL, unit TEXT NOT NULL, text TEXT NOT NULL,
+  source_ids TEXT NOT NULL, confirmed_by TEXT NOT NULL, run_id TEXT NOT NULL, valid_from REAL NOT NULL,
+  superseded_by TEXT, status TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS facts_entity ON facts(user, entity, attribute);
+CREATE TABLE IF NOT EXISTS skills (
+  id TEXT PRIMARY KEY, user TEXT NOT NULL, session TEXT NOT NULL, task TEXT NOT NULL,
+  name TEXT NOT NULL, applies_when TEXT NOT NULL, steps TEXT NOT NULL, successes INTEGER NOT NULL,
+  failures INTEGER NOT NULL, evaluated_by TEXT NOT NULL, retired INTEGER NOT NULL, created REAL NOT NULL,
+  updated REAL NOT NULL);
+"""
+ZONES = ("vector", "fact", "skill")
+
+
+def _id(*parts: str) -> str:
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+class MemoryStore:
+    """Vector memories, the fact table and the skill library of one data directory."""
+
+    def __init__(self, data_dir: Path, embedder: Embedder, *, now: Any = time.time):
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        self.root = data_dir / "memory" / "".join(c if c.isalnum() or c in "-_." else "_" for c in embedder.name)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._embedder = embedder
+        self._now = now
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.root / "memory.sqlite", check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
+        self._db.executescript(_SCHEMA)
+        self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
+                                                 settings=ChromaSettings(anonymized_telemetry=False))
+        self._vectors = self._client.get_or_create_collection("memories", metadata={"hnsw:space": "cosine"},
+                                                              embedding_function=None)
+        self._skill_vectors = self._client.get_or_create_collection("skills", metadata={"hnsw:space": "cosine"},
+                                                                    embedding_function=None)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # --- vector zone ------------------------------------------------------------------
+    def put_memory(self, ns: Namespace, kind: str, text: str, provenance: dict, importance: float) -> str:
+        """Store (or refresh) a memory; the id derives from namespace, kind and text, so
+        writing the same memory twice writes one row."""
+        text = redact_text(text)
+        item_id = "v" + _id(ns.user, ns.session, kind, text)
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             (item_id, ns.user, ns.session, ns.task, kind, text,
+                              json.dumps(provenance, sort_keys=True), importance, self._now()))
+            self._db.commit()
+            self._vectors.upsert(ids=[item_id], embeddings=self._embedder.embed([text]),
+                                 metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task,
+                                             "zone": "vector"}])
+        return item_id
+
+    def recall(self, query: str, ns: Namespace, scope: Scope = "user", k: int = 5,
+               threshold: float = DEFAULT_THRESHOLD) -> list[Recalled]:
+        """Memories (and facts) similar to `query` within the scope, best first."""
+        with self._lock:
+            count = self._vectors.count()
+            if count == 0:
+                return []
+            found = self._vectors.query(query_embeddings=self._embedder.embed([query]), n_results=min(4 * k, count),
+                                        where=ns.chroma_where(scope), include=["distances", "metadatas"])
+            out = []
+            for item_id, distance, meta in zip(found["ids"][0], found["distances"][0], found["metadatas"][0]):
+                similarity = 1.0 - float(distance)
+                if similarity < threshold:
+                    continue
+                row = self._row_for(item_id, str(meta.get("zone")), ns, scope)
+                if row is None:
+                    continue
+                text, importance, created, provenance, zone = row
+                age_days = max(self._now() - created, 0.0) / 86400
+                score = similarity * math.pow(0.5, age_days / HALF_LIFE_DAYS) * (0.5 + 0.5 * importance)
+                out.append(Recalled(item_id, zone, text, round(similarity, 4), round(score, 4), provenance))
+        out.sort(key=lambda r: -r.score)
+        return out[:k]
+
+    def _row_for(self, item_id: str, zone: str, ns: Namespace, scope: Scope):
+        where, params = ns.sql(scope)
+        if zone == "fact":
+            row = self._db.execute(f"SELECT text, valid_from, source_ids, confirmed_by, run_id, status, entity, "
+                                   f"value, unit, user, session, task FROM facts WHERE id = ? AND {where}",
+                                   [item_id, *params]).fetchone()
+            if row is None or row[5] == "superseded":
+                return None
+            provenance = {"sources": json.loads(row[2]), "confirmed_by": json.loads(row[3]), "run": row[4],
+                          "status": row[5], "entity": row[6], "value": row[7], "unit": row[8],
+                          "namespace": {"user": row[9], "session": row[10], "task": row[11]}}
+            return row[0], 1.0, row[1], provenance, "fact"
+        row = self._db.execute(f"SELECT text, importance, created, provenance, user, session, task FROM memories "
+                               f"WHERE id = ? AND {where}", [item_id, *params]).fetchone()
+        if row is None:
+            return None
+        provenance = {**json.loads(row[3]), "namespace": {"user": row[4], "session": row[5], "task": row[6]}}
+        return row[0], float(row[1]), float(row[2]), provenance, "vector"
+
+    # --- fact zone --------------------------------------------------------------------
+    def put_fact(self, ns: Namespace, row: FactRow) -> tuple[str, str, str]:
+        """Insert, confirm again, supersede or add a competing version: (id, action, reason).
+
+        Same entity and attribute in the user's table: the same value adds provenance to
+        the existing row; a new value from a source the old row rests on supersedes it
+        (kept as history); a new value from other sources is a competing version.
+        """
+        text = redact_text(row.text)
+        with self._lock:
+            rows = self._db.execute("SELECT id, value, unit, source_ids, confirmed_by FROM facts WHERE user = ? AND "
+                                    "entity = ? AND attribute = ? AND status != 'superseded'",
+                                    (ns.user, row.entity, row.attribute)).fetchall()
+            for old_id, value, unit, sources, confirmed in rows:
+                if value == row.value and unit == row.unit:
+                    merged_sources = sorted(set(json.loads(sources)) | set(row.source_ids))
+                    merged_roles = sorted(set(json.loads(confirmed)) | set(row.confirmed_by))
+                    self._db.execute("UPDATE facts SET source_ids = ?, confirmed_by = ? WHERE id = ?",
+                                     (json.dumps(merged_sources), json.dumps(merged_roles), old_id))
+                    self._db.commit()
+                    return old_id, "update", "same entity, attribute and value: provenance merged"
+            new_id = "f" + _id(ns.user, row.entity, row.attribute, row.value, row.unit, ",".join(row.source_ids))
+            replaced = [r for r in rows if set(json.loads(r[3])) & set(row.source_ids)]
+            status = "current" if replaced or not rows else "competing"
+            self._db.execute("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             (new_id, ns.user, ns.session, ns.task, row.entity, row.attribute, row.value, row.unit,
+                              text, json.dumps(sorted(row.source_ids)), json.dumps(sorted(set(row.confirmed_by))),
+                              row.run_id, self._now(), None, status))
+            for old in replaced:
+                self._db.execute("UPDATE facts SET status = 'superseded', superseded_by = ? WHERE id = ?",
+                                 (new_id, old[0]))
+                self._vectors.delete(ids=[old[0]])
+            self._db.commit()
+            self._vectors.upsert(ids=[new_id], embeddings=self._embedder.embed([text]),
+                                 metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task,
+                                             "zone": "fact"}])
+        if replaced:
+            return new_id, "supersede", f"new value from the same source replaces {', '.join(r[0] for r in replaced)}"
+        if rows:
+            return new_id, "competing", (f"{len(rows)} other value(s) for this entity and attribute from other "
+                                         "sources: kept side by side")
+        return new_id, "insert", "new entity and attribute"
+
+    def facts_about(self, entity: str, ns: Namespace, scope: Scope = "user") -> list[dict]:
+        """Exact lookup by entity (indexed), history included, newest first."""
+        where, params = ns.sql(scope)
+        with self._lock:
+            rows = self._db.execute(f"SELECT id, entity, attribute, value, unit, text, source_ids, confirmed_by, "
+                                    f"run_id, status, superseded_by FROM facts WHERE {where} AND entity = ? "
+                                    f"ORDER BY valid_from DESC", [*params, entity]).fetchall()
+        keys = ("id", "entity", "attribute", "value", "unit", "text", "source_ids", "confirmed_by", "run", "status",
+                "superseded_by")
+        return [{**dict(zip(keys, r)), "source_ids": json.loads(r[6]), "confirmed_by": json.loads(r[7])} for r in rows]
+
+    # --- skill zone -------------------------------------------------------------------
+    def put_skill(self, ns: Namespace, name: str, applies_when: str, steps: list[str],
+                  evaluated_by: list[str]) -> tuple[str, str]:
+        skill_id = "s" + _id(ns.user, name, applies_when)
+        now = self._now()
+        with self._lock:
+            old = self._db.execute("SELECT successes FROM skills WHERE id = ?", (skill_id,)).fetchone()
+            if old is not None:
+                self._db.execute("UPDATE skills SET steps = ?, updated = ? WHERE id = ?",
+                                 (json.dumps(steps), now, skill_id))
+                action = "update"
+            else:
+                self._db.execute("INSERT INTO skills VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0, ?, 0, ?, ?)",
+                                 (skill_id, ns.user, ns.session, ns.task, redact_text(name), redact_text(applies_when),
+                                  json.dumps([redact_text(s) for s in steps]), json.dumps(sorted(evaluated_by)),
+                                  now, now))
+                action = "insert"
+            self._db.commit()
+            self._skill_vectors.upsert(ids=[skill_id], embeddings=self._embedder.embed([applies_when]),
+                                       metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task,
+                                                   "zone": "skill"}])
+        return skill_id, action
+
+    def skills_for(self, query: str, ns: Namespace, scope: Scope = "user", k: int = 2,
+                   threshold: float = DEFAULT_THRESHOLD) -> list[Recalled]:
+        with self._lock:
+            count = self._skill_vectors.count()
+            if count == 0:
+                return []
+            found = self._skill_vectors.query(query_embeddings=self._embedder.embed([query]),
+                                              n_results=min(4 * k, count), where=ns.chroma_where(scope),
+                                              include=["distances"])
+            where, params = ns.sql(scope)
+            out = []
+            for skill_id, distance in zip(found["ids"][0], found["distances"][0]):
+                similarity = 1.0 - float(distance)
+                row = self._db.execute(f"SELECT name, applies_when, steps, successes, failures, evaluated_by FROM "
+                                       f"skills WHERE id = ? AND retired = 0 AND {where}",
+                                       [skill_id, *params]).fetchone()
+                if row is None or similarity < threshold:
+                    continue
+                steps = json.loads(row[2])
+                text = f"Skill: {row[0]} (used {row[3] + row[4]} times, {row[3]} passed)\nWhen: {row[1]}\nSteps:\n" + \
+                    "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps))
+                out.append(Recalled(skill_id, "skill", text, round(similarity, 4),
+                                    round(similarity * (row[3] + 1) / (row[3] + row[4] + 2), 4),
+                                    {"evaluated_by": json.loads(row[5]), "steps": steps}))
+        out.sort(key=lambda r: -r.score)
+        return out[:k]
+
+    def record_use(self, skill_id: str, ns: Namespace, success: bool) -> str:
+        """Count a reuse; a skill that keeps failing is retired (never recalled again)."""
+        with self._lock:
+            column = "successes" if success else "failures"
+            self._db.execute(f"UPDATE skills SET {column} = {column} + 1, updated = ? WHERE id = ? AND user = ?",
+                             (self._now(), skill_id, ns.user))
+            row = self._db.execute("SELECT successes, failures FROM skills WHERE id = ?", (skill_id,)).fetchone()
+            retired = bool(row and row[1] >= SKILL_RETIRE_AFTER and row[1] > row[0])
+            if retired:
+                self._db.execute("UPDATE skills SET retired = 1 WHERE id = ?", (skill_id,))
+            self._db.commit()
+        return "retired" if retired else ("success" if success else "failure")
+
+    # --- listing, export, forget ------------------------------------------------------
+    def items(self, ns: Namespace, scope: Scope = "user", zone: str | None = None) -> list[dict]:
+        where, params = ns.sql(scope)
+        out: list[dict] = []
+        with self._lock:
+            if zone in (None, "vector"):
+                for r in self._db.execute(f"SELECT id, kind, text, provenance, importance, user, session, task "
+                                          f"FROM memories WHERE {where} ORDER BY created", params):
+                    out.append({"id": r[0], "zone": "vector", "kind": r[1], "text": r[2],
+                                "provenance": json.loads(r[3]), "importance": r[4],
+                                "namespace": {"user": r[5], "session": r[6], "task": r[7]}})
+            if zone in (None, "fact"):
+                for r in self._db.execute(f"SELECT id, entity, attribute, value, unit, text, source_ids, confirmed_by, "
+                                          f"run_id, status, superseded_by, user, session, task FROM facts "
+                                          f"WHERE {where} ORDER BY valid_from", params):
+                    out.append({"id": r[0], "zone": "fact", "entity": r[1], "attribute": r[2], "value": r[3],
+                                "unit": r[4], "text": r[5], "source_ids": json.loads(r[6]),
+                                "confirmed_by": json.loads(r[7]), "run": r[8], "status": r[9],
+                                "superseded_by": r[10], "namespace": {"user": r[11], "session": r[12],
+                                                                      "task": r[13]}})
+            if zone in (None, "skill"):
+                for r in self._db.execute(f"SELECT id, name, applies_when, steps, successes, failures, evaluated_by, "
+                                          f"retired, user, session, task FROM skills WHERE {where} ORDER BY created",
+                                          params):
+                    out.append({"id": r[0], "zone": "skill", "text": r[1], "applies_when": r[2],
+                                "steps": json.loads(r[3]), "successes": r[4], "failures": r[5],
+                                "evaluated_by": json.loads(r[6]), "retired": bool(r[7]),
+                                "namespace": {"user": r[8], "session": r[9], "task": r[10]}})
+        return out
+
+    def forget(self, item_id: str, ns: Namespace, scope: Scope = "user") -> int:
+        """Delete an item from every zone (rows, history that points at it, vectors), then
+        compact so no plaintext of it stays on disk. Returns how many rows went."""
+        where, params = ns.sql(scope)
+        with self._lock:
+            removed = 0
+            for table in ("memories", "facts", "skills"):
+                removed += self._db.execute(f"DELETE FROM {table} WHERE id = ? AND {where}",
+                                            [item_id, *params]).rowcount
+            if removed:
+                # a superseded row is history of the forgotten fact: it goes too
+                history = [r[0] for r in self._db.execute(f"SELECT id FROM facts WHERE superseded_by = ? AND {where}",
+                                                          [item_id, *params])]
+                for old in history:
+                    removed += self._db.execute("DELETE FROM facts WHERE id = ?", (old,)).rowcount
+                self._db.commit()
+                self._vectors.delete(ids=[item_id, *history])
+                self._skill_vectors.delete(ids=[item_id])
+                self.compact()
+            return removed
+
+    def compact(self) -> None:
+        """Fold the WAL into the database and rebuild it without free pages."""
+        with self._lock:
+            self._db.commit()
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute("VACUUM")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

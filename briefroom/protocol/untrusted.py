@@ -1,0 +1,38 @@
+"""Recognising text that tries to give orders (prompt injection), for the memory gate.
+
+Retrieved text always enters prompts as data; this check is for what may be *kept*:
+a sentence that addresses the agent ("ignore previous instructions", "you are now",
+fake role or tool markup, requests for keys or prompts) never becomes a memory, even
+if two roles passed it along.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PATTERNS = [
+    ("override", r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:instructions?|charter|rules?|sources?|"
+                 r"criteria|prompt|goal)\b"),
+    ("override", r"\b(?:new|real|actual) (?:goal|instructions?|task)\b|\bbegin new instructions\b"),
+    ("override", r"\b(?:no longer apply|without checking|accept every)\b"),
+    ("role_markup", r"(?im)^\s*(?:system|assistant|user|tool result)\s*:|<\|im_(?:start|end)\|>|\[system[^\]]*\]"),
+    ("role_markup", r"(?m)</?data\b|^#{2,3} (?:role|current task|charter)\b"),
+    ("persona", r"\byou are now\b|\bdeveloper mode\b|\bas the (?:critic|writer|planner|searcher)\b"),
+    ("exfiltration", r"\b(?:reveal|print|send|leak|include|translate|output)\b[^.\n]{0,60}\b(?:api[ _-]?key|"
+                     r"system prompt|your prompt|environment variables|worktable|secrets?|password)\b"),
+    ("exfiltration", r"https?://\S*(?:collect|exfil|evil)\S*"),
+    ("tool_call", r"\"tool_calls\"\s*:|\bcall (?:the tool )?(?:local_search|read_source|read_artifact)\b|"
+                  r"\bcall the tool\b"),
+    ("order", r"\b(?:you must|respond|reply|output) (?:only |in json )?(?:with|the word)\b|"
+              r"\bremember this forever\b|\bstate it as fact\b|\bchange the goal\b|\bstop the research\b"),
+    ("order", r"(?m)^\s*(?:writer|critic|planner|searcher)\s*:"),
+]
+_COMPILED = [(label, re.compile(pattern, re.IGNORECASE)) for label, pattern in _PATTERNS]
+
+
+def instruction_like(text: str) -> str | None:
+    """The kind of order `text` seems to give an agent, or None."""
+    for label, pattern in _COMPILED:
+        if pattern.search(text):
+            return label
+    return None
