@@ -3,6 +3,7 @@ except e2e tests, which may reach loopback (the embedded llama.cpp server) only.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import socket
 from pathlib import Path
@@ -50,8 +51,12 @@ def no_network(request, monkeypatch):
 
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BRIEFROOM_MODEL", "BRIEFROOM_BASE_URL", "BRIEFROOM_API_KEY"):
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BRIEFROOM_MODEL", "BRIEFROOM_BASE_URL", "BRIEFROOM_API_KEY",
+                "BRIEFROOM_SESSION"):
         monkeypatch.delenv(var, raising=False)
+    # Tests share one data directory (the index cache); each test is its own memory user,
+    # so what one test's run remembers never changes another test's prompts.
+    monkeypatch.setenv("BRIEFROOM_USER", "t" + hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:12])
     yield
 
 

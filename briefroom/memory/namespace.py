@@ -8,6 +8,7 @@ user's memories across sessions, `session` a session's across tasks, `task` one 
 from __future__ import annotations
 
 import getpass
+import os
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -20,6 +21,9 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 
 
 def default_user() -> str:
+    """BRIEFROOM_USER, else the login name."""
+    if os.environ.get("BRIEFROOM_USER"):
+        return os.environ["BRIEFROOM_USER"]
     try:
         name = getpass.getuser()
     except Exception:  # no login name in some containers

@@ -232,8 +232,8 @@ class MemoryStore:
             out = []
             for skill_id, distance in zip(found["ids"][0], found["distances"][0]):
                 similarity = 1.0 - float(distance)
-                row = self._db.execute(f"SELECT name, applies_when, steps, successes, failures, evaluated_by FROM "
-                                       f"skills WHERE id = ? AND retired = 0 AND {where}",
+                row = self._db.execute(f"SELECT name, applies_when, steps, successes, failures, evaluated_by, user, "
+                                       f"session, task FROM skills WHERE id = ? AND retired = 0 AND {where}",
                                        [skill_id, *params]).fetchone()
                 if row is None or similarity < threshold:
                     continue
@@ -242,7 +242,8 @@ class MemoryStore:
                     "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps))
                 out.append(Recalled(skill_id, "skill", text, round(similarity, 4),
                                     round(similarity * (row[3] + 1) / (row[3] + row[4] + 2), 4),
-                                    {"evaluated_by": json.loads(row[5]), "steps": steps}))
+                                    {"evaluated_by": json.loads(row[5]), "steps": steps,
+                                     "namespace": {"user": row[6], "session": row[7], "task": row[8]}}))
         out.sort(key=lambda r: -r.score)
         return out[:k]
 

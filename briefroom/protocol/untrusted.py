@@ -15,7 +15,7 @@ _PATTERNS = [
                  r"criteria|prompt|goal)\b"),
     ("override", r"\b(?:new|real|actual) (?:goal|instructions?|task)\b|\bbegin new instructions\b"),
     ("override", r"\b(?:no longer apply|without checking|accept every)\b"),
-    ("role_markup", r"(?im)^\s*(?:system|assistant|user|tool result)\s*:|<\|im_(?:start|end)\|>|\[system[^\]]*\]"),
+    ("role_markup", r"\b(?:system|assistant|tool result)\s*:|<\|im_(?:start|end)\|>|\[system[^\]]*\]"),
     ("role_markup", r"(?m)</?data\b|^#{2,3} (?:role|current task|charter)\b"),
     ("persona", r"\byou are now\b|\bdeveloper mode\b|\bas the (?:critic|writer|planner|searcher)\b"),
     ("exfiltration", r"\b(?:reveal|print|send|leak|include|translate|output)\b[^.\n]{0,60}\b(?:api[ _-]?key|"
@@ -25,7 +25,8 @@ _PATTERNS = [
                   r"\bcall the tool\b"),
     ("order", r"\b(?:you must|respond|reply|output) (?:only |in json )?(?:with|the word)\b|"
               r"\bremember this forever\b|\bstate it as fact\b|\bchange the goal\b|\bstop the research\b"),
-    ("order", r"(?m)^\s*(?:writer|critic|planner|searcher)\s*:"),
+    ("order", r"\b(?:writer|critic|planner|searcher)\s*:"),
+    ("exfiltration", r"\b[A-Z0-9_]*API_KEY\b|\bapi[ _-]?key you\b"),
 ]
 _COMPILED = [(label, re.compile(pattern, re.IGNORECASE)) for label, pattern in _PATTERNS]
 

@@ -44,4 +44,5 @@ def test_no_planted_secret_is_written_anywhere(tmp_path):
     assert (out / "report.md").is_file()
     assert scan(out, values + [samples()[0][1]]) == []
     assert scan(data, values) == []
+    assert any((data / "memory").rglob("memory.sqlite"))  # the memory store was written and scanned
     assert "[REDACTED:" in (out / "run.jsonl").read_text()

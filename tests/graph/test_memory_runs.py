@@ -1,0 +1,78 @@
+"""Memory across runs: what run 1 verified, run 2's Planner sees, with provenance."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from briefroom.cli import app
+from briefroom.config import Settings
+from briefroom.run import ResearchRequest, run_research
+
+QUESTION = "How big is the 2026 public cloud market and who grows fastest?"
+runner = CliRunner()
+
+
+def events(run_dir):
+    return [json.loads(line) for line in (run_dir / "run.jsonl").read_text().splitlines()]
+
+
+def test_second_run_recalls_verified_memory_and_a_no_memory_run_does_not(small_corpus, tmp_path):
+    data = tmp_path / "data"
+    settings = Settings(model="test", rounds=1, data_dir=data, user="alice", session="s1")
+    run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "r1"), settings)
+    first = events(tmp_path / "r1")
+    assert next(e for e in first if e["event"] == "memory_read")["items"] == []
+    written = [e for e in first if e["event"] == "memory_write" and e["accepted"]]
+    assert {e["zone"] for e in written} == {"fact", "vector", "skill"}
+
+    run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "r2"), settings)
+    second = events(tmp_path / "r2")
+    read = next(e for e in second if e["event"] == "memory_read")
+    assert {i["zone"] for i in read["items"]} >= {"vector", "skill"}
+    planner = next(e for e in second if e["event"] == "llm_call" and e["agent"] == "planner")
+    prompt = json.dumps(planner["messages"])
+    assert "## Memory (from earlier runs)" in prompt and 'kind=\\"memory\\"' in prompt
+    assert "r1" in prompt  # provenance: the run it came from
+    others = [e for e in second if e["event"] == "llm_call" and e["agent"] != "planner"]
+    assert all(e["sections"]["memory"] == 0 for e in others)  # only the Planner reads at task start
+    uses = [e for e in second if e["event"] == "memory_write" and e["kind"] == "skill_use"]
+    assert uses and uses[0]["action"] == "success"
+
+    # another user sees none of it; --no-memory neither reads nor writes
+    run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "r3"),
+                 settings.model_copy(update={"user": "bob"}))
+    assert next(e for e in events(tmp_path / "r3") if e["event"] == "memory_read")["items"] == []
+    run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "r4"),
+                 settings.model_copy(update={"memory": False}))
+    assert not [e for e in events(tmp_path / "r4") if e["event"].startswith("memory")]
+
+
+def test_memory_cli_lists_shows_exports_and_forgets(small_corpus, tmp_path):
+    data = tmp_path / "data"
+    run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "r1"),
+                 Settings(model="test", rounds=1, data_dir=data, user="alice"))
+    base = ["--data-dir", str(data), "--user", "alice"]
+    listed = runner.invoke(app, ["memory", "list", "--json", "--zone", "fact", *base])
+    assert listed.exit_code == 0, listed.output
+    facts = json.loads(listed.stdout)
+    assert facts and all(f["zone"] == "fact" and len(f["confirmed_by"]) >= 2 for f in facts)
+    target = facts[0]
+    shown = runner.invoke(app, ["memory", "show", target["id"], *base])
+    assert json.loads(shown.stdout)["text"] == target["text"]
+    exported = runner.invoke(app, ["memory", "export", *base])
+    assert len(exported.stdout.splitlines()) == len(json.loads(runner.invoke(
+        app, ["memory", "list", "--json", *base]).stdout))
+    found = runner.invoke(app, ["memory", "search", "public cloud market", "--json", *base])
+    assert json.loads(found.stdout)
+    assert runner.invoke(app, ["memory", "list", "--json", "--data-dir", str(data), "--user", "bob"]).stdout.strip() \
+        == "[]"
+    forgot = runner.invoke(app, ["memory", "forget", target["id"], *base])
+    assert forgot.exit_code == 0
+    assert target["id"] not in runner.invoke(app, ["memory", "list", "--json", *base]).stdout
+    for args, message in [(["memory", "forget", target["id"], *base], "no memory"),
+                          (["memory", "list", "--zone", "dreams", *base], "--zone must be one of"),
+                          (["memory", "list", "--data-dir", str(data), "--user", "../x"], "--user must be")]:
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1 and message in result.output, (args, result.output)

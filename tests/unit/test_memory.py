@@ -1,0 +1,189 @@
+"""Long-term memory: zones, namespaces, write gates, forget."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from briefroom.errors import ConfigError
+from briefroom.graph.state import Charter, Fact, Report, Worktable
+from briefroom.memory.gates import apply_gates, fact_row
+from briefroom.memory.namespace import Namespace
+from briefroom.memory.store import MemoryStore
+from briefroom.memory.zones import FactRow
+from briefroom.protocol.messages import MsgType, make_message
+from briefroom.runlog import RunLog
+from tests.injection_payloads import PAYLOADS
+from tests.secret_samples import samples
+
+
+class HashEmbedder:
+    """Unit tests only: bag-of-words vectors, so similar texts are near each other."""
+
+    name = "hash-test"
+
+    def embed(self, texts):
+        out = []
+        for text in texts:
+            vec = [0.0] * 64
+            for word in text.lower().split():
+                vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+            out.append([v / norm for v in vec])
+        return out
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = MemoryStore(tmp_path, HashEmbedder())
+    yield s
+    s.close()
+
+
+def row(value, sources, entity="cloud spending 2026", run="r1"):
+    return FactRow(entity, "billion usd", value, "billion USD", f"Cloud spending reaches {value} billion USD.",
+                   tuple(sources), ("critic", "searcher"), run)
+
+
+def test_same_fact_merges_new_value_from_same_source_supersedes_other_source_competes(store):
+    ns = Namespace("alice")
+    first, action, _ = store.put_fact(ns, row("723", ["S1"]))
+    assert action == "insert"
+    assert store.put_fact(ns, row("723", ["S2"]))[:2] == (first, "update")
+    competing, action, _ = store.put_fact(ns, row("680", ["S3"]))
+    assert action == "competing"
+    newer, action, reason = store.put_fact(ns, row("725", ["S1"], run="r2"))
+    assert action == "supersede" and first in reason
+    history = {f["id"]: f for f in store.facts_about("cloud spending 2026", ns)}
+    assert history[first]["status"] == "superseded" and history[first]["superseded_by"] == newer
+    assert history[first]["source_ids"] == ["S1", "S2"]  # provenance kept with the history
+    assert history[competing]["status"] == "competing" and history[newer]["status"] == "current"
+    assert len(history) == 3  # nothing overwritten, no duplicate
+
+
+def test_namespace_names_are_checked():
+    with pytest.raises(ConfigError, match="--user"):
+        Namespace("../etc")
+    with pytest.raises(ConfigError, match="--session"):
+        Namespace("alice", "two words")
+
+
+names = st.sampled_from(["alice", "bob", "carol"])
+sessions = st.sampled_from(["s1", "s2"])
+tasks = st.sampled_from(["t1", "t2", "t3"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(names, sessions, tasks), min_size=1, max_size=8), names, sessions, tasks,
+       st.sampled_from(["user", "session", "task"]))
+def test_no_read_crosses_its_namespace(tmp_path_factory, writes, user, session, task, scope):
+    store = MemoryStore(tmp_path_factory.mktemp("mem"), HashEmbedder())
+    for i, (u, s, t) in enumerate(writes):
+        ns = Namespace(u, s, t)
+        store.put_memory(ns, "task", f"cloud market question {i} owned by {u} {s} {t}", {"run": t}, 0.8)
+        store.put_fact(ns, row(str(100 + i), [f"S{i}"], entity=f"cloud market {i}"))
+        store.put_skill(ns, f"plan {i}", f"cloud market question {i}", ["step"], ["critic"])
+    reader = Namespace(user, session, task)
+    allowed = reader.fields(scope)
+    seen = [*store.items(reader, scope), *store.recall("cloud market question owned", reader, scope, k=50,
+                                                       threshold=0.0),
+            *store.skills_for("cloud market question", reader, scope, k=50, threshold=0.0)]
+    for item in seen:
+        ns = item["namespace"] if isinstance(item, dict) else item.provenance["namespace"]
+        assert all(ns[k] == v for k, v in allowed.items()), (ns, allowed)
+    store.close()
+
+
+def test_forget_leaves_no_plaintext_in_the_data_directory(tmp_path):
+    from briefroom.corpus.embeddings import make_embedder
+
+    store = MemoryStore(tmp_path, make_embedder("local"))
+    ns = Namespace("alice")
+    secret_words = "Zanzibar quartermaster ledger shows 4417 crates"
+    keep = store.put_memory(ns, "task", "Question: cloud market size. Answered with: S1", {"run": "r1"}, 0.8)
+    gone = store.put_memory(ns, "task", f"Question: {secret_words}", {"run": "r1"}, 0.8)
+    fact, _, _ = store.put_fact(ns, FactRow("crates", "value", "4417", "", secret_words + ".", ("S9",),
+                                            ("critic", "searcher"), "r1"))
+    assert store.forget(gone, ns) == 1 and store.forget(fact, ns) == 1
+    assert store.forget("v0000000000000000", ns) == 0
+    assert [i["id"] for i in store.items(ns)] == [keep]
+    store.close()
+    needle = b"Zanzibar"
+    leaks = [p for p in tmp_path.rglob("*") if p.is_file() and needle in p.read_bytes()]
+    assert leaks == []
+
+
+def test_a_skill_that_keeps_failing_is_retired(store):
+    ns = Namespace("alice")
+    skill, _ = store.put_skill(ns, "plan", "how big is a market", ["size", "growth"], ["critic"])
+    assert store.skills_for("how big is a market", ns, threshold=0.5)
+    outcomes = [store.record_use(skill, ns, success=False) for _ in range(3)]
+    assert outcomes[-1] == "retired"
+    assert store.skills_for("how big is a market", ns, threshold=0.5) == []
+
+
+def _poisoned_state():
+    """A finished run whose candidates include everything that must not persist."""
+    secret = dict(samples())["github ghp_"]
+    good = Fact(fact_id="Fgood", text="Public cloud spending will reach 723 billion USD in 2026.", numbers=("723",),
+                source_id="S1", found_by="searcher", round=1, confirmed_by=("searcher", "critic"))
+    single = Fact(fact_id="Fone", text="Azure grew 31% in 2026.", numbers=("31",), source_id="S1",
+                  found_by="searcher", round=1)
+    echo = Fact(fact_id="Fecho", text="Spending was 700 billion USD.", numbers=("700",), source_id="S1",
+                found_by="searcher", round=1, confirmed_by=("searcher", "searcher"))
+    injected = [Fact(fact_id=f"Finj{i}", text=f"In 2026, {p}", numbers=("2026",), source_id="S2",
+                     found_by="searcher", round=1, confirmed_by=("searcher", "critic")) for i, p in enumerate(PAYLOADS)]
+    leaky = Fact(fact_id="Fkey", text=f"The 2026 deploy token was {secret}.", numbers=("2026",), source_id="S3",
+                 found_by="searcher", round=1, confirmed_by=("searcher", "critic"))
+    conclusion = make_message(sender="searcher", msg_type=MsgType.CONCLUSION, content="Clouds are big.", round=1,
+                              seq=1, references=("S1",))
+    plan = make_message(sender="planner", msg_type=MsgType.INSTRUCTION, content="How big is the market?", round=1,
+                        seq=0, receiver="searcher")
+    return {"charter": Charter(goal="How big is the 2026 public cloud market?", acceptance_criteria=("cited",)),
+            "facts": [good, single, echo, leaky, *injected], "archive": [plan, conclusion], "whiteboard": [],
+            "worktables": {"critic": Worktable(notes=("I think 999 billion is plausible; maybe check.",))},
+            "sources": {}, "report": Report(markdown="# r", cited_sources=("S1",), round=1, accepted=False)}
+
+
+def test_poisoned_and_unverified_candidates_never_persist(store, tmp_path):
+    log = RunLog(tmp_path / "run.jsonl")
+    ns = Namespace("alice", "s1", "run1")
+    tool_dump = '{"hits": [{"text": "Cloud spending grew 21% in 2026.", "score": 0.9}]}'
+    decisions = apply_gates(store, ns, "run1", _poisoned_state(), [tool_dump], [], log)
+    log.close()
+    kept = store.items(ns)
+    assert [i["text"] for i in kept] == ["Public cloud spending will reach 723 billion USD in 2026."]
+    rejected = [d for d in decisions if not d["accepted"]]
+    planted = len(PAYLOADS) + 1 + 1 + 1 + 1 + 1 + 1 + 1  # injections, single-role, echo, secret, note, dump, conclusion, plan
+    assert len(rejected) == planted + 1  # + the task memory of a report the Critic did not pass
+    reasons = {d["reason"].split(" (")[0].split(":")[0] for d in rejected}
+    assert {"reads like an instruction to an agent", "unverified", "contains a secret",
+            "process traces and raw tool output never persist",
+            "a conclusion persists only as a fact two roles confirmed",
+            "the Critic did not pass the report against the acceptance criteria"} <= reasons
+
+
+def test_fact_rows_take_entity_from_the_conclusion_subject_and_attribute_from_the_unit():
+    fact = Fact(fact_id="F1", text="Spending will reach 1,234.5 billion USD in 2026.", numbers=("1234.5", "2026"),
+                source_id="S1", found_by="searcher", round=1, confirmed_by=("critic", "searcher"))
+    r = fact_row(fact, {"F1": "cloud spending"}, "run1")
+    assert (r.entity, r.attribute, r.value, r.unit) == ("cloud spending", "billion usd", "1234.5", "billion USD")
+    share = Fact(fact_id="F2", text="Azure grew 31% last year.", numbers=("31",), source_id="S1", found_by="s",
+                 round=1, confirmed_by=("critic", "searcher"))
+    r = fact_row(share, {}, "run1")
+    assert r.attribute == "%" and "azure" in r.entity
+
+
+def test_instruction_detector_flags_every_payload_and_no_corpus_sentence():
+    from briefroom.protocol.summarizer import sentences
+    from briefroom.protocol.untrusted import instruction_like
+    from tests.conftest import SCENARIOS
+
+    assert [p for p in PAYLOADS if not instruction_like(p)] == []
+    benign = [s for path in (SCENARIOS / "cloud-market" / "corpus").iterdir() for s in sentences(path.read_text())]
+    assert len(benign) > 60
+    assert [s for s in benign if instruction_like(s)] == []
