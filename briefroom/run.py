@@ -26,12 +26,13 @@ from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import BriefroomError, ConfigError
 from briefroom.graph.builder import build_graph
 from briefroom.graph.checkpoint import open_checkpointer
-from briefroom.graph.state import DEFAULT_CRITERIA, AgentState, Charter
+from briefroom.graph.state import DEFAULT_CRITERIA, AgentState, Charter, Fact, Passage, SourceRecord
 from briefroom.graph.summary import SUMMARIZER
 from briefroom.llm import ModelPool, build_pool, needs_embedded_server
 from briefroom.memory.gates import apply_gates
 from briefroom.memory.namespace import Namespace, default_user
 from briefroom.memory.store import MemoryStore
+from briefroom.memory.zones import Recalled
 from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer
 from briefroom.protocol.artifacts import ArtifactStore
@@ -39,6 +40,7 @@ from briefroom.protocol.budget import TokenCounter, encoding_for_model
 from briefroom.protocol.context import Item, mark_data
 from briefroom.protocol.messages import MsgType, Priority, make_message
 from briefroom.protocol.redaction import redact_text
+from briefroom.protocol.summarizer import content_words, numbers_in
 from briefroom.protocol.tools import artifact_tool, corpus_tools
 from briefroom.runlog import RunLog
 
@@ -82,10 +84,36 @@ def make_charter(request: ResearchRequest, settings: Settings, roles: list[Role]
                    max_rounds=settings.rounds, max_revisions=settings.max_revisions)
 
 
-def initial_state(charter: Charter) -> AgentState:
+def initial_state(charter: Charter, facts: list[Fact] | None = None,
+                  sources: dict[str, SourceRecord] | None = None) -> AgentState:
     ask = make_message(sender="user", msg_type=MsgType.INSTRUCTION, receiver="planner", content=charter.goal,
                        round=1, seq=0, priority=Priority.P0, ttl_rounds=charter.max_rounds)
-    return AgentState(charter=charter, round=1, whiteboard=[ask], revisions=0, done=False, report=None)
+    return AgentState(charter=charter, round=1, whiteboard=[ask], revisions=0, done=False, report=None,
+                      facts=list(facts or []), sources=dict(sources or {}))
+
+
+def remembered_facts(recalled: list[Recalled], index: CorpusIndex) -> tuple[list[Fact], dict[str, SourceRecord]]:
+    """Verified facts from memory as this run's facts, with their original sources, so
+    the team can cite them without searching again. A fact whose source is no longer in
+    the index is left out: a citation must resolve to a text the checks can read."""
+    facts: list[Fact] = []
+    sources: dict[str, SourceRecord] = {}
+    for r in recalled:
+        if r.zone != "fact" or not r.provenance.get("sources"):
+            continue
+        source_id = str(r.provenance["sources"][0])
+        doc = index.document(source_id)
+        start = doc.text.find(r.text) if doc else -1
+        if doc is None or start < 0:
+            continue
+        facts.append(Fact(fact_id="M" + r.item_id, text=r.text, numbers=tuple(numbers_in(r.text)),
+                          source_id=source_id, found_by="memory", round=0,
+                          confirmed_by=tuple(r.provenance.get("confirmed_by", ()))))
+        passage = Passage(chunk_id=f"{source_id}:memory:{start}", start=start, end=start + len(r.text), text=r.text)
+        old = sources.get(source_id)
+        sources[source_id] = SourceRecord(source_id=source_id, title=doc.title, path=doc.path,
+                                          passages=(*(old.passages if old else ()), passage))
+    return facts, sources
 
 
 def task_name(run_dir: Path) -> str:
@@ -95,11 +123,19 @@ def task_name(run_dir: Path) -> str:
 
 
 def read_memory(memory: MemoryStore, ns: Namespace, settings: Settings, goal: str,
-                log: RunLog) -> tuple[list[Item], list[str]]:
+                log: RunLog) -> tuple[list[Item], list[str], list[Recalled]]:
     """Task start: similar past tasks, known facts and skills, as untrusted data with
     their provenance, for the roles that read memory (the Planner)."""
     scope = settings.memory_scope  # type: ignore[arg-type]
-    recalled = memory.recall(goal, ns, scope, threshold=settings.memory_threshold)
+    # The goal and each of its clauses: a remembered fact usually answers one part of it.
+    queries = [goal, *(c for c in re.split(r"[?;]|,\s*(?:and\s+)?|\s+and\s+(?=which|who|what|how|when|where|why)",
+                                            goal) if len(content_words(c)) >= 3 and c.strip() != goal.strip())]
+    best: dict[str, Recalled] = {}
+    for query in queries:
+        for r in memory.recall(query, ns, scope, threshold=settings.memory_threshold):
+            if r.item_id not in best or r.score > best[r.item_id].score:
+                best[r.item_id] = r
+    recalled = sorted(best.values(), key=lambda r: -r.score)[:8]
     skills = memory.skills_for(goal, ns, scope, threshold=settings.memory_threshold)
     log.event("memory_read", agent="planner", scope=scope, threshold=settings.memory_threshold,
               items=[{"id": r.item_id, "zone": r.zone, "similarity": r.similarity, "score": r.score,
@@ -114,7 +150,7 @@ def read_memory(memory: MemoryStore, ns: Namespace, settings: Settings, goal: st
             if r.provenance.get(key):
                 attrs[key] = ",".join(map(str, r.provenance[key]))
         items.append(Item(r.item_id, mark_data("memory", r.text, **attrs), Priority.P1, order, r.score))
-    return items, [s.item_id for s in skills]
+    return items, [s.item_id for s in skills], recalled
 
 
 def run_research(request: ResearchRequest, settings: Settings,
@@ -155,9 +191,11 @@ def run_research(request: ResearchRequest, settings: Settings,
             raise ConfigError(f"no readable documents (md, txt, html, pdf) in {', '.join(map(str, request.corpus))}")
         memory_items: list[Item] = []
         used_skills: list[str] = []
+        recalled: list[Recalled] = []
         if namespace is not None:
             memory = MemoryStore(settings.data_dir, embedder)
-            memory_items, used_skills = read_memory(memory, namespace, settings, charter.goal, log)
+            memory_items, used_skills, recalled = read_memory(memory, namespace, settings, charter.goal, log)
+        known_facts, known_sources = remembered_facts(recalled, index)
         names = [r.name for r in roles] + [SUMMARIZER.name]
         with contextlib.ExitStack() as stack:
             embedded_url = None
@@ -183,12 +221,12 @@ def run_research(request: ResearchRequest, settings: Settings,
                              index=index, progress=progress or (lambda *_: None),
                              context_strategy=settings.context, max_tokens=settings.max_tokens,
                              shares=settings.context_shares, floors=settings.context_floors,
-                             memory_items=memory_items)
+                             memory_items=memory_items, memory_threshold=settings.memory_threshold)
             saver = open_checkpointer(run_dir / "checkpoints.sqlite")
             stack.callback(saver.conn.close)
             graph = build_graph(roles, bus, checkpointer=saver)
             config = {"configurable": {"thread_id": run_dir.name}, "recursion_limit": 60 * charter.max_rounds}
-            state = graph.invoke(initial_state(charter), config=config, context=ctx)
+            state = graph.invoke(initial_state(charter, known_facts, known_sources), config=config, context=ctx)
         report = state.get("report")
         if report is None:
             raise BriefroomError("the run ended without a report (see run.jsonl)")

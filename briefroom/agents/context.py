@@ -43,6 +43,7 @@ class RunContext:
     max_tokens: int | None = None  # run-level budget (prompt + completion tokens)
     # Recalled at task start for roles that read memory (untrusted data with provenance).
     memory_items: list["Item"] = field(default_factory=list)
+    memory_threshold: float = 0.75  # cosine similarity at which a remembered fact answers a question
     shares: dict[str, float] = field(default_factory=dict)  # overrides of the builder's section shares
     floors: dict[str, int] = field(default_factory=dict)
     tokens_used: int = 0

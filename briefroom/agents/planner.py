@@ -5,8 +5,19 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
+from briefroom.graph.state import Fact
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import MsgType, Priority
+
+
+def answered_by(turn: Turn, question: str, remembered: list[Fact]) -> Fact | None:
+    """The remembered fact closest in meaning to `question`, if it is close enough."""
+    if not remembered or turn.ctx.index is None:
+        return None
+    vectors = turn.ctx.index.embedder.embed([question, *(f.text for f in remembered)])
+    scores = [sum(a * b for a, b in zip(vectors[0], v)) for v in vectors[1:]]  # unit vectors: dot = cosine
+    best = max(range(len(scores)), key=scores.__getitem__)
+    return remembered[best] if scores[best] >= turn.ctx.memory_threshold else None
 
 
 class Subquestion(BaseModel):
@@ -25,6 +36,7 @@ def step(turn: Turn) -> None:
         task += " Earlier rounds left these gaps; plan questions that close them:\n" + "\n".join(f"- {g}" for g in gaps)
     plan = turn.ask(task, Plan)
     asked: set[str] = set()
+    questions = []
     for sub in plan.subquestions:
         question = " ".join(sub.question.split()).strip(" {}[],\"'")
         if len(question) < 8:
@@ -32,6 +44,18 @@ def step(turn: Turn) -> None:
         if question.lower() in asked:
             continue  # small models repeat themselves; one instruction per distinct question
         asked.add(question.lower())
+        questions.append(question)
+    # A question a verified fact from memory already answers is not searched again (the
+    # fact is in the team's facts, with its original source); one question always goes
+    # out, so the round still produces fresh evidence.
+    remembered = [f for f in turn.all_facts() if f.found_by == "memory"]
+    for question in questions:
+        known = answered_by(turn, question, remembered)
+        if known is not None and len(questions) > 1 and question is not questions[-1]:
+            turn.ctx.log.event("memory_reuse", agent="planner", round=turn.round, question=question,
+                               fact=known.fact_id, source=known.source_id)
+            turn.note(f"answered from memory: {question} -> {known.fact_id}")
+            continue
         turn.publish(MsgType.INSTRUCTION, question, receiver="searcher", priority=Priority.P0, ttl=1)
     turn.note(f"round {turn.round}: asked {len(asked)} question(s)")
 

@@ -59,6 +59,10 @@ class CorpusIndex:
                          "path TEXT, text TEXT)")
         self._scope: list[str] = []
 
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
     def close(self) -> None:
         self._db.close()
 

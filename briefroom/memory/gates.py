@@ -116,17 +116,17 @@ def _subjects(state: AgentState) -> dict[str, str]:
 def apply_gates(store: MemoryStore, ns: Namespace, run_id: str, state: AgentState, transcript: list[str],
                 used_skills: list[str], log: Any) -> list[dict]:
     """Judge every candidate, write what passes, log every decision; returns the decisions."""
-    decisions = []
+    decisions: list[dict[str, Any]] = []
     subjects = _subjects(state)
     report = state.get("report")
+    facts: list[tuple[dict[str, Any], FactRow]] = []  # written together: one transaction, one embedding batch
     for candidate in candidates(state, transcript):
         ok, reason = judge(candidate)
         decision: dict[str, Any] = {"kind": candidate.kind, "accepted": ok, "reason": reason,
                                     "preview": candidate.text[:120]}
+        decisions.append(decision)
         if ok and candidate.kind == "fact":
-            row = fact_row(candidate.data["fact"], subjects, run_id)
-            item_id, action, why = store.put_fact(ns, row)
-            decision.update(zone="fact", id=item_id, action=action, reason=why, entity=row.entity)
+            facts.append((decision, fact_row(candidate.data["fact"], subjects, run_id)))
         elif ok and candidate.kind == "task_memory":
             item_id = store.put_memory(ns, "task", candidate.text, {"run": run_id,
                                                                      "sources": candidate.data["sources"],
@@ -139,8 +139,10 @@ def apply_gates(store: MemoryStore, ns: Namespace, run_id: str, state: AgentStat
             decision.update(zone="skill", id=item_id, action=action)
         else:
             decision.update(zone=None, action="rejected")
+    for (decision, row), (item_id, action, why) in zip(facts, store.put_facts(ns, [r for _, r in facts])):
+        decision.update(zone="fact", id=item_id, action=action, reason=why, entity=row.entity)
+    for decision in decisions:
         log.event("memory_write", **decision)
-        decisions.append(decision)
     for skill_id in used_skills:
         outcome = store.record_use(skill_id, ns, success=bool(report and report.accepted))
         log.event("memory_write", kind="skill_use", zone="skill", id=skill_id, accepted=True, action=outcome,

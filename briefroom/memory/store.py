@@ -70,6 +70,7 @@ class MemoryStore:
         self._db = sqlite3.connect(self.root / "memory.sqlite", check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable at checkpoints, no fsync per commit
         self._db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
         self._db.executescript(_SCHEMA)
         self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
@@ -90,10 +91,13 @@ class MemoryStore:
         text = redact_text(text)
         item_id = "v" + _id(ns.user, ns.session, kind, text)
         with self._lock:
+            known = self._db.execute("SELECT 1 FROM memories WHERE id = ?", (item_id,)).fetchone() is not None
             self._db.execute("INSERT OR REPLACE INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                              (item_id, ns.user, ns.session, ns.task, kind, text,
                               json.dumps(provenance, sort_keys=True), importance, self._now()))
             self._db.commit()
+            if known:  # same text, same vector: refreshed, not embedded again
+                return item_id
             self._vectors.upsert(ids=[item_id], embeddings=self._embedder.embed([text]),
                                  metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task,
                                              "zone": "vector"}])
@@ -144,40 +148,58 @@ class MemoryStore:
 
     # --- fact zone --------------------------------------------------------------------
     def put_fact(self, ns: Namespace, row: FactRow) -> tuple[str, str, str]:
-        """Insert, confirm again, supersede or add a competing version: (id, action, reason).
+        return self.put_facts(ns, [row])[0]
+
+    def put_facts(self, ns: Namespace, rows: list[FactRow]) -> list[tuple[str, str, str]]:
+        """Insert, confirm again, supersede or add a competing version, per row: (id, action, reason).
 
         Same entity and attribute in the user's table: the same value adds provenance to
         the existing row; a new value from a source the old row rests on supersedes it
-        (kept as history); a new value from other sources is a competing version.
+        (kept as history); a new value from other sources is a competing version. One
+        transaction, one embedding batch and one vector upsert for all rows.
         """
-        text = redact_text(row.text)
+        results: list[tuple[str, str, str]] = []
+        new_vectors: dict[str, str] = {}  # id -> text to embed
+        gone: list[str] = []
         with self._lock:
-            rows = self._db.execute("SELECT id, value, unit, source_ids, confirmed_by FROM facts WHERE user = ? AND "
-                                    "entity = ? AND attribute = ? AND status != 'superseded'",
-                                    (ns.user, row.entity, row.attribute)).fetchall()
-            for old_id, value, unit, sources, confirmed in rows:
-                if value == row.value and unit == row.unit:
-                    merged_sources = sorted(set(json.loads(sources)) | set(row.source_ids))
-                    merged_roles = sorted(set(json.loads(confirmed)) | set(row.confirmed_by))
-                    self._db.execute("UPDATE facts SET source_ids = ?, confirmed_by = ? WHERE id = ?",
-                                     (json.dumps(merged_sources), json.dumps(merged_roles), old_id))
-                    self._db.commit()
-                    return old_id, "update", "same entity, attribute and value: provenance merged"
-            new_id = "f" + _id(ns.user, row.entity, row.attribute, row.value, row.unit, ",".join(row.source_ids))
-            replaced = [r for r in rows if set(json.loads(r[3])) & set(row.source_ids)]
-            status = "current" if replaced or not rows else "competing"
-            self._db.execute("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             (new_id, ns.user, ns.session, ns.task, row.entity, row.attribute, row.value, row.unit,
-                              text, json.dumps(sorted(row.source_ids)), json.dumps(sorted(set(row.confirmed_by))),
-                              row.run_id, self._now(), None, status))
-            for old in replaced:
-                self._db.execute("UPDATE facts SET status = 'superseded', superseded_by = ? WHERE id = ?",
-                                 (new_id, old[0]))
-                self._vectors.delete(ids=[old[0]])
+            for row in rows:
+                results.append(self._put_fact_row(ns, row, new_vectors, gone))
             self._db.commit()
-            self._vectors.upsert(ids=[new_id], embeddings=self._embedder.embed([text]),
-                                 metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task,
-                                             "zone": "fact"}])
+            if gone:
+                self._vectors.delete(ids=gone)
+            if new_vectors:
+                ids = list(new_vectors)
+                self._vectors.upsert(ids=ids, embeddings=self._embedder.embed([new_vectors[i] for i in ids]),
+                                     metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task,
+                                                 "zone": "fact"} for _ in ids])
+        return results
+
+    def _put_fact_row(self, ns: Namespace, row: FactRow, new_vectors: dict[str, str],
+                      gone: list[str]) -> tuple[str, str, str]:
+        text = redact_text(row.text)
+        rows = self._db.execute("SELECT id, value, unit, source_ids, confirmed_by FROM facts WHERE user = ? AND "
+                                "entity = ? AND attribute = ? AND status != 'superseded'",
+                                (ns.user, row.entity, row.attribute)).fetchall()
+        for old_id, value, unit, sources, confirmed in rows:
+            if value == row.value and unit == row.unit:
+                merged_sources = sorted(set(json.loads(sources)) | set(row.source_ids))
+                merged_roles = sorted(set(json.loads(confirmed)) | set(row.confirmed_by))
+                self._db.execute("UPDATE facts SET source_ids = ?, confirmed_by = ? WHERE id = ?",
+                                 (json.dumps(merged_sources), json.dumps(merged_roles), old_id))
+                return old_id, "update", "same entity, attribute and value: provenance merged"
+        new_id = "f" + _id(ns.user, row.entity, row.attribute, row.value, row.unit, ",".join(row.source_ids))
+        replaced = [r for r in rows if set(json.loads(r[3])) & set(row.source_ids)]
+        status = "current" if replaced or not rows else "competing"
+        self._db.execute("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (new_id, ns.user, ns.session, ns.task, row.entity, row.attribute, row.value, row.unit,
+                          text, json.dumps(sorted(row.source_ids)), json.dumps(sorted(set(row.confirmed_by))),
+                          row.run_id, self._now(), None, status))
+        for old in replaced:
+            self._db.execute("UPDATE facts SET status = 'superseded', superseded_by = ? WHERE id = ?",
+                             (new_id, old[0]))
+            gone.append(old[0])
+            new_vectors.pop(old[0], None)
+        new_vectors[new_id] = text
         if replaced:
             return new_id, "supersede", f"new value from the same source replaces {', '.join(r[0] for r in replaced)}"
         if rows:
@@ -205,19 +227,19 @@ class MemoryStore:
             old = self._db.execute("SELECT successes FROM skills WHERE id = ?", (skill_id,)).fetchone()
             if old is not None:
                 self._db.execute("UPDATE skills SET steps = ?, updated = ? WHERE id = ?",
-                                 (json.dumps(steps), now, skill_id))
-                action = "update"
+                                 (json.dumps([redact_text(s) for s in steps]), now, skill_id))
+                self._db.commit()
+                return skill_id, "update"  # same name and situation: its vector is already there
             else:
                 self._db.execute("INSERT INTO skills VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0, ?, 0, ?, ?)",
                                  (skill_id, ns.user, ns.session, ns.task, redact_text(name), redact_text(applies_when),
                                   json.dumps([redact_text(s) for s in steps]), json.dumps(sorted(evaluated_by)),
                                   now, now))
-                action = "insert"
             self._db.commit()
             self._skill_vectors.upsert(ids=[skill_id], embeddings=self._embedder.embed([applies_when]),
                                        metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task,
                                                    "zone": "skill"}])
-        return skill_id, action
+        return skill_id, "insert"
 
     def skills_for(self, query: str, ns: Namespace, scope: Scope = "user", k: int = 2,
                    threshold: float = DEFAULT_THRESHOLD) -> list[Recalled]:
