@@ -75,10 +75,42 @@ class MemoryStore:
         self._db.executescript(_SCHEMA)
         self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
                                                  settings=ChromaSettings(anonymized_telemetry=False))
-        self._vectors = self._client.get_or_create_collection("memories", metadata={"hnsw:space": "cosine"},
-                                                              embedding_function=None)
-        self._skill_vectors = self._client.get_or_create_collection("skills", metadata={"hnsw:space": "cosine"},
-                                                                    embedding_function=None)
+        self._collections: dict[str, Any] = {}
+
+    def _coll(self, kind: str, user: str, session: str):
+        """One chromadb collection per (zone kind, user, session). A namespace filter
+        inside one big collection (`where=`) made a read 5-30x slower; a partition needs
+        no filter, and a read cannot reach another user's vectors at all."""
+        name = f"{kind}-{_id(user, session)}"
+        coll = self._collections.get(name)
+        if coll is None:
+            coll = self._collections[name] = self._client.get_or_create_collection(
+                name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+        return coll
+
+    def _sessions(self, ns: Namespace, scope: Scope, tables: tuple[str, ...]) -> list[str]:
+        if scope != "user":
+            return [ns.session]
+        found: set[str] = set()
+        for table in tables:
+            found |= {r[0] for r in self._db.execute(f"SELECT DISTINCT session FROM {table} WHERE user = ?",
+                                                     (ns.user,))}
+        return sorted(found)
+
+    def _query(self, kind: str, tables: tuple[str, ...], query: str, ns: Namespace, scope: Scope,
+               n: int) -> list[tuple]:
+        """(id, distance, metadata) from every collection the scope covers, nearest first."""
+        hits: list[tuple] = []
+        vector = None
+        for session in self._sessions(ns, scope, tables):
+            coll = self._coll(kind, ns.user, session)
+            count = coll.count()
+            if count == 0:
+                continue
+            vector = vector or self._embedder.embed([query])
+            found = coll.query(query_embeddings=vector, n_results=min(n, count), include=["distances", "metadatas"])
+            hits += list(zip(found["ids"][0], found["distances"][0], found["metadatas"][0]))
+        return sorted(hits, key=lambda h: h[1])
 
     def close(self) -> None:
         with self._lock:
@@ -98,7 +130,7 @@ class MemoryStore:
             self._db.commit()
             if known:  # same text, same vector: refreshed, not embedded again
                 return item_id
-            self._vectors.upsert(ids=[item_id], embeddings=self._embedder.embed([text]),
+            self._coll("memories", ns.user, ns.session).upsert(ids=[item_id], embeddings=self._embedder.embed([text]),
                                  metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task,
                                              "zone": "vector"}])
         return item_id
@@ -107,13 +139,13 @@ class MemoryStore:
                threshold: float = DEFAULT_THRESHOLD) -> list[Recalled]:
         """Memories (and facts) similar to `query` within the scope, best first."""
         with self._lock:
-            count = self._vectors.count()
-            if count == 0:
-                return []
-            found = self._vectors.query(query_embeddings=self._embedder.embed([query]), n_results=min(4 * k, count),
-                                        where=ns.chroma_where(scope), include=["distances", "metadatas"])
+            hits = self._query("memories", ("memories", "facts"), query, ns, scope, 4 * k)
             out = []
-            for item_id, distance, meta in zip(found["ids"][0], found["distances"][0], found["metadatas"][0]):
+            seen: set[str] = set()
+            for item_id, distance, meta in hits:
+                if item_id in seen:
+                    continue
+                seen.add(item_id)
                 similarity = 1.0 - float(distance)
                 if similarity < threshold:
                     continue
@@ -160,27 +192,28 @@ class MemoryStore:
         """
         results: list[tuple[str, str, str]] = []
         new_vectors: dict[str, str] = {}  # id -> text to embed
-        gone: list[str] = []
+        gone: list[tuple[str, str]] = []  # (id, session) of superseded rows
         with self._lock:
             for row in rows:
                 results.append(self._put_fact_row(ns, row, new_vectors, gone))
             self._db.commit()
-            if gone:
-                self._vectors.delete(ids=gone)
+            for old_id, session in gone:
+                self._coll("memories", ns.user, session).delete(ids=[old_id])
             if new_vectors:
                 ids = list(new_vectors)
-                self._vectors.upsert(ids=ids, embeddings=self._embedder.embed([new_vectors[i] for i in ids]),
+                vectors = self._embedder.embed([new_vectors[i] for i in ids])
+                self._coll("memories", ns.user, ns.session).upsert(ids=ids, embeddings=vectors,
                                      metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task,
                                                  "zone": "fact"} for _ in ids])
         return results
 
     def _put_fact_row(self, ns: Namespace, row: FactRow, new_vectors: dict[str, str],
-                      gone: list[str]) -> tuple[str, str, str]:
+                      gone: list[tuple[str, str]]) -> tuple[str, str, str]:
         text = redact_text(row.text)
-        rows = self._db.execute("SELECT id, value, unit, source_ids, confirmed_by FROM facts WHERE user = ? AND "
+        rows = self._db.execute("SELECT id, value, unit, source_ids, confirmed_by, session FROM facts WHERE user = ? AND "
                                 "entity = ? AND attribute = ? AND status != 'superseded'",
                                 (ns.user, row.entity, row.attribute)).fetchall()
-        for old_id, value, unit, sources, confirmed in rows:
+        for old_id, value, unit, sources, confirmed, _ in rows:
             if value == row.value and unit == row.unit:
                 merged_sources = sorted(set(json.loads(sources)) | set(row.source_ids))
                 merged_roles = sorted(set(json.loads(confirmed)) | set(row.confirmed_by))
@@ -197,7 +230,7 @@ class MemoryStore:
         for old in replaced:
             self._db.execute("UPDATE facts SET status = 'superseded', superseded_by = ? WHERE id = ?",
                              (new_id, old[0]))
-            gone.append(old[0])
+            gone.append((old[0], old[5]))
             new_vectors.pop(old[0], None)
         new_vectors[new_id] = text
         if replaced:
@@ -236,7 +269,7 @@ class MemoryStore:
                                   json.dumps([redact_text(s) for s in steps]), json.dumps(sorted(evaluated_by)),
                                   now, now))
             self._db.commit()
-            self._skill_vectors.upsert(ids=[skill_id], embeddings=self._embedder.embed([applies_when]),
+            self._coll("skills", ns.user, ns.session).upsert(ids=[skill_id], embeddings=self._embedder.embed([applies_when]),
                                        metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task,
                                                    "zone": "skill"}])
         return skill_id, "insert"
@@ -244,15 +277,10 @@ class MemoryStore:
     def skills_for(self, query: str, ns: Namespace, scope: Scope = "user", k: int = 2,
                    threshold: float = DEFAULT_THRESHOLD) -> list[Recalled]:
         with self._lock:
-            count = self._skill_vectors.count()
-            if count == 0:
-                return []
-            found = self._skill_vectors.query(query_embeddings=self._embedder.embed([query]),
-                                              n_results=min(4 * k, count), where=ns.chroma_where(scope),
-                                              include=["distances"])
+            hits = self._query("skills", ("skills",), query, ns, scope, 4 * k)
             where, params = ns.sql(scope)
             out = []
-            for skill_id, distance in zip(found["ids"][0], found["distances"][0]):
+            for skill_id, distance, _ in hits:
                 similarity = 1.0 - float(distance)
                 row = self._db.execute(f"SELECT name, applies_when, steps, successes, failures, evaluated_by, user, "
                                        f"session, task FROM skills WHERE id = ? AND retired = 0 AND {where}",
@@ -317,20 +345,25 @@ class MemoryStore:
         compact so no plaintext of it stays on disk. Returns how many rows went."""
         where, params = ns.sql(scope)
         with self._lock:
+            placed = []  # (collection kind, session, id) of every vector to delete
+            for table, kind in (("memories", "memories"), ("facts", "memories"), ("skills", "skills")):
+                for (session,) in self._db.execute(f"SELECT session FROM {table} WHERE id = ? AND {where}",
+                                                   [item_id, *params]).fetchall():
+                    placed.append((kind, session, item_id))
+            if not placed:
+                return 0
+            # a superseded row is history of the forgotten fact: it goes too
+            placed += [("memories", r[1], r[0]) for r in self._db.execute(
+                f"SELECT id, session FROM facts WHERE superseded_by = ? AND {where}", [item_id, *params])]
             removed = 0
             for table in ("memories", "facts", "skills"):
-                removed += self._db.execute(f"DELETE FROM {table} WHERE id = ? AND {where}",
-                                            [item_id, *params]).rowcount
-            if removed:
-                # a superseded row is history of the forgotten fact: it goes too
-                history = [r[0] for r in self._db.execute(f"SELECT id FROM facts WHERE superseded_by = ? AND {where}",
-                                                          [item_id, *params])]
-                for old in history:
-                    removed += self._db.execute("DELETE FROM facts WHERE id = ?", (old,)).rowcount
-                self._db.commit()
-                self._vectors.delete(ids=[item_id, *history])
-                self._skill_vectors.delete(ids=[item_id])
-                self.compact()
+                for _, _, gone in placed:
+                    removed += self._db.execute(f"DELETE FROM {table} WHERE id = ? AND {where}",
+                                                [gone, *params]).rowcount
+            self._db.commit()
+            for kind, session, gone in placed:
+                self._coll(kind, ns.user, session).delete(ids=[gone])
+            self.compact()
             return removed
 
     def compact(self) -> None:
