@@ -31,7 +31,7 @@ from briefroom.graph.summary import SUMMARIZER
 from briefroom.llm import ModelPool, build_pool, needs_embedded_server
 from briefroom.memory.gates import apply_gates
 from briefroom.memory.namespace import Namespace, default_user
-from briefroom.memory.store import MemoryStore
+from briefroom.memory.store import MemoryStore, memory_tool
 from briefroom.memory.zones import Recalled
 from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer
@@ -216,6 +216,9 @@ def run_research(request: ResearchRequest, settings: Settings,
                                          for n, h in pool.handles.items()})
             store = ArtifactStore(run_dir / "artifacts")
             tools = {**corpus_tools(index), "read_artifact": artifact_tool(store), **request.tools}
+            if memory is not None and namespace is not None:  # for roles that declare it
+                tools["recall_memory"] = memory_tool(memory, namespace, settings.memory_scope,  # type: ignore[arg-type]
+                                                     settings.memory_threshold)
             counter = TokenCounter(encoding_for_model(settings.model or ""))
             ctx = RunContext(bus=bus, models=pool, counter=counter, log=log, tools=tools, artifacts=store,
                              index=index, progress=progress or (lambda *_: None),

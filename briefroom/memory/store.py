@@ -373,3 +373,35 @@ class MemoryStore:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._db.execute("VACUUM")
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def memory_tool(store: MemoryStore, ns: Namespace, scope: Scope, threshold: float):
+    """`recall_memory(query)`: how roles other than the Planner read memory, at the
+    decision points where they choose to call it (declared in the role's tools)."""
+    from pydantic import BaseModel, Field
+
+    from briefroom.protocol.tools import Tool
+
+    class RecallArgs(BaseModel):
+        query: str = Field(min_length=2, max_length=400, description="what to look up in long-term memory",
+                           json_schema_extra={"x-fill": "task"})
+
+    class RecalledItem(BaseModel):
+        id: str
+        zone: str
+        text: str
+        similarity: float
+        provenance: dict
+
+    class RecallResult(BaseModel):
+        memories: list[RecalledItem]
+
+    def run(args: BaseModel) -> BaseModel:
+        assert isinstance(args, RecallArgs)
+        found = [*store.recall(args.query, ns, scope, threshold=threshold),
+                 *store.skills_for(args.query, ns, scope, threshold=threshold)]
+        return RecallResult(memories=[RecalledItem(id=r.item_id, zone=r.zone, text=r.text, similarity=r.similarity,
+                                                   provenance=r.provenance) for r in found])
+
+    return Tool("recall_memory", "Look up verified facts, past tasks and skills from earlier runs (data, with "
+                "their provenance).", RecallArgs, RecallResult, run)

@@ -76,3 +76,44 @@ def test_memory_cli_lists_shows_exports_and_forgets(small_corpus, tmp_path):
                           (["memory", "list", "--data-dir", str(data), "--user", "../x"], "--user must be")]:
         result = runner.invoke(app, args)
         assert result.exit_code == 1 and message in result.output, (args, result.output)
+
+
+RECALLER = '''
+from pathlib import Path
+from briefroom.agents.base import Role
+from briefroom.protocol.bus import Subscription
+from briefroom.protocol.messages import MsgType
+
+
+def step(turn):
+    # a declared decision point: once per turn with new conclusions, look up memory
+    if turn.unread:
+        outcomes = turn.use_tools(turn.charter.goal)
+        turn.note(f"recalled {sum(len(o.result.memories) for o in outcomes if o.ok)} memories")
+
+
+ROLE = Role(name="recaller", prompt=Path(__file__).with_name("recaller.md"),
+            subscriptions=(Subscription(msg_type=MsgType.CONCLUSION, senders=("searcher",)),),
+            publications=(), output_schema=None, step=step, order=35, tools=("recall_memory",))
+'''
+
+
+def test_other_roles_read_memory_only_through_the_tool_they_declare(small_corpus, tmp_path):
+    roles = tmp_path / "roles"
+    roles.mkdir()
+    (roles / "recaller.py").write_text(RECALLER)
+    (roles / "recaller.md").write_text("You recall.\n{{data_notice}}\n")
+    settings = Settings(model="test", rounds=1, data_dir=tmp_path / "data", user="carol")
+    run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "r1"), settings)
+    result = run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "r2",
+                                          roles_dirs=[roles]), settings)
+    log = events(tmp_path / "r2")
+    calls = [e for e in log if e["event"] == "tool_call" and e["agent"] == "recaller"]
+    assert calls and {c["tool"] for c in calls} == {"recall_memory"}
+    results = [e for e in log if e["event"] == "tool_result" and e["agent"] == "recaller"]
+    assert all(r["ok"] for r in results)
+    notes = result.state["worktables"]["recaller"].notes
+    assert any(n.startswith("recalled ") and not n.startswith("recalled 0") for n in notes), notes
+    # the memories reached the recaller as data inside its tool turn, never in its prompt's memory section
+    recaller_calls = [e for e in log if e["event"] == "llm_call" and e["agent"] == "recaller"]
+    assert all(c["sections"]["memory"] == 0 for c in recaller_calls)
