@@ -42,11 +42,13 @@ CREATE TABLE IF NOT EXISTS facts (
   source_ids TEXT NOT NULL, confirmed_by TEXT NOT NULL, run_id TEXT NOT NULL, valid_from REAL NOT NULL,
   superseded_by TEXT, status TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS facts_entity ON facts(user, entity, attribute);
+CREATE INDEX IF NOT EXISTS facts_ns ON facts(user, session, task);
 CREATE TABLE IF NOT EXISTS skills (
   id TEXT PRIMARY KEY, user TEXT NOT NULL, session TEXT NOT NULL, task TEXT NOT NULL,
   name TEXT NOT NULL, applies_when TEXT NOT NULL, steps TEXT NOT NULL, successes INTEGER NOT NULL,
   failures INTEGER NOT NULL, evaluated_by TEXT NOT NULL, retired INTEGER NOT NULL, created REAL NOT NULL,
   updated REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS skills_ns ON skills(user, session, task);
 """
 ZONES = ("vector", "fact", "skill")
 
@@ -104,11 +106,9 @@ class MemoryStore:
         vector = None
         for session in self._sessions(ns, scope, tables):
             coll = self._coll(kind, ns.user, session)
-            count = coll.count()
-            if count == 0:
-                continue
             vector = vector or self._embedder.embed([query])
-            found = coll.query(query_embeddings=vector, n_results=min(n, count), include=["distances", "metadatas"])
+            # chromadb returns fewer hits when the collection is smaller; no count() round trip
+            found = coll.query(query_embeddings=vector, n_results=n, include=["distances", "metadatas"])
             hits += list(zip(found["ids"][0], found["distances"][0], found["metadatas"][0]))
         return sorted(hits, key=lambda h: h[1])
 
