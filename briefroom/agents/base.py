@@ -117,13 +117,17 @@ class Turn:
 
     def __post_init__(self) -> None:
         board = self.state.get("whiteboard", [])
-        # The bus keeps each role's inbox incrementally; these lists are shared, read-only.
+        # The bus keeps each role's inbox incrementally; the lists it hands out are shared, read-only.
         self.view = self.ctx.bus.view(self.role.name, board, self.state.get("seen", {}).get(self.role.name, []))
-        self.inbox = self.view.inbox
         self._calls = 0
         self._texts: dict[str, str] = {}  # source texts read this turn (one SQLite read each)
 
     # --- reading -------------------------------------------------------------------
+    @cached_property
+    def inbox(self) -> list[AgentMessage]:
+        """Live messages routed to this role, oldest first (listed only if a step asks)."""
+        return self.view.inbox
+
     @cached_property
     def unread(self) -> list[AgentMessage]:
         """Inbox messages this role has not read yet (fixed for the turn)."""

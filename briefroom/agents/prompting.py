@@ -35,7 +35,7 @@ STRATEGIES = ("layered", "naive")
 MAX_NOTES = 8
 # Only the newest messages compete for whiteboard space (P0 always does): a prompt
 # holds a few dozen, so ranking thousands would be work with no effect on the result.
-BOARD_CANDIDATES = 200
+BOARD_CANDIDATES = 100
 # The latest summaries carry the thread; older rounds live on in facts (verbatim) and
 # in the archive. Showing every summary would make prompts grow with the run again.
 SUMMARY_WINDOW = 2

@@ -77,3 +77,29 @@ def test_naive_loses_planted_facts_once_its_window_overflows(monkeypatch):
     assert result["naive_window_overflow"] is True
     assert result["naive_fact_recall"] < 1.0
     assert result["fact_recall"] == 1.0
+
+
+def test_a_prompt_build_touches_only_the_newest_messages_however_long_the_board(monkeypatch):
+    """Build cost must not grow with history: count the messages a build turns into items."""
+    from briefroom.agents import prompting
+    from briefroom.protocol.messages import MsgType, Priority
+
+    bench = load()
+    touched = []
+    real = prompting.message_item
+    monkeypatch.setattr(prompting, "message_item", lambda m, p, w: touched.append(m.msg_id) or real(m, p, w))
+    counts = {}
+    for size in (300, 3000):
+        sim = bench.Simulation("layered")
+        for i in range(size):
+            sim.publish("searcher", MsgType.CONCLUSION, f"Conclusion {i}: grew {i % 97}%.", refs=(f"S{i:08d}",),
+                        priority=Priority.P1, ttl=10**6)
+        sim.publish("critic", MsgType.CRITIQUE, "Old but unread: keep me.", receiver="writer", priority=Priority.P1)
+        for i in range(size):  # the critique is now far from the newest messages
+            sim.publish("searcher", MsgType.CONCLUSION, f"Later {i}: grew {i % 89}%.", refs=(f"T{i:08d}",),
+                        priority=Priority.P1, ttl=10**6)
+        touched.clear()
+        built = _writer_prompt(bench, sim)
+        counts[size] = len(touched)
+        assert "Old but unread: keep me." in str(built.messages[1].content)  # must-keep survives the cut
+    assert counts[300] == counts[3000] == prompting.BOARD_CANDIDATES + 1
