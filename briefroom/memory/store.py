@@ -375,9 +375,12 @@ class MemoryStore:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def memory_tool(store: MemoryStore, ns: Namespace, scope: Scope, threshold: float):
+def memory_tool(store: MemoryStore | None, ns: Namespace | None, scope: Scope, threshold: float):
     """`recall_memory(query)`: how roles other than the Planner read memory, at the
-    decision points where they choose to call it (declared in the role's tools)."""
+    decision points where they choose to call it (declared in the role's tools).
+
+    With memory off (`--no-memory`, replays, recordings) the tool still exists, so a
+    role that declares it runs the same way, and it finds nothing."""
     from pydantic import BaseModel, Field
 
     from briefroom.protocol.tools import Tool
@@ -398,6 +401,8 @@ def memory_tool(store: MemoryStore, ns: Namespace, scope: Scope, threshold: floa
 
     def run(args: BaseModel) -> BaseModel:
         assert isinstance(args, RecallArgs)
+        if store is None or ns is None:
+            return RecallResult(memories=[])
         found = [*store.recall(args.query, ns, scope, threshold=threshold),
                  *store.skills_for(args.query, ns, scope, threshold=threshold)]
         return RecallResult(memories=[RecalledItem(id=r.item_id, zone=r.zone, text=r.text, similarity=r.similarity,

@@ -117,3 +117,14 @@ def test_other_roles_read_memory_only_through_the_tool_they_declare(small_corpus
     # the memories reached the recaller as data inside its tool turn, never in its prompt's memory section
     recaller_calls = [e for e in log if e["event"] == "llm_call" and e["agent"] == "recaller"]
     assert all(c["sections"]["memory"] == 0 for c in recaller_calls)
+
+
+def test_a_role_that_declares_the_memory_tool_also_runs_without_memory(small_corpus, tmp_path):
+    roles = tmp_path / "roles"
+    roles.mkdir()
+    (roles / "recaller.py").write_text(RECALLER)
+    (roles / "recaller.md").write_text("You recall.\n{{data_notice}}\n")
+    result = run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "r",
+                                          roles_dirs=[roles]),
+                          Settings(model="test", rounds=1, data_dir=tmp_path / "data", memory=False))
+    assert result.state["worktables"]["recaller"].notes == ("recalled 0 memories",)
