@@ -138,9 +138,13 @@ class ContextBuilder:
         stats = BuildStats(list(prefiltered or []))
         stable, dynamic, task = (self._drop_empty(group, stats) for group in (stable, dynamic, [task]))
         sections = [*stable, *dynamic, *task]
-        count = self.counter.count
+        # An item costs what its piece of the rendered prompt costs (text + separator):
+        # the same string `_render` counts, so each item is encoded once, not twice.
+        def count(text: str) -> int:
+            return self.counter.count(text + SEPARATOR)
+
         fixed = sum(count(it.text) for s in sections for it in s.items if it.priority == Priority.P0)
-        fixed += sum(count(s.title) + 2 for s in sections if s.items)
+        fixed += sum(self.counter.count(s.title + "\n") for s in sections if s.items)
         if fixed > self.budget:
             raise FatalBreaker(f"must-keep context (charter, task, instructions, open critiques) needs {fixed} "
                                f"tokens but the role's input budget is {self.budget}; raise the budget or shorten them")
