@@ -116,12 +116,6 @@ def remembered_facts(recalled: list[Recalled], index: CorpusIndex) -> tuple[list
     return facts, sources
 
 
-def task_name(run_dir: Path) -> str:
-    """The run as a memory namespace task: its directory name, made safe."""
-    name = re.sub(r"[^A-Za-z0-9._@-]", "-", run_dir.resolve().name).strip("-._@")[:64]
-    return name or "run"
-
-
 def read_memory(memory: MemoryStore, ns: Namespace, settings: Settings, goal: str,
                 log: RunLog) -> tuple[list[Item], list[str], list[Recalled]]:
     """Task start: similar past tasks, known facts and skills, as untrusted data with
@@ -169,7 +163,7 @@ def run_research(request: ResearchRequest, settings: Settings,
     charter = make_charter(request, settings, roles)
     # Replays and recordings must not depend on what this machine remembers.
     use_memory = settings.memory and request.cassette is None and request.record is None
-    namespace = Namespace(settings.user or default_user(), settings.session, task_name(run_dir)) \
+    namespace = Namespace(settings.user or default_user(), settings.session, slugify(run_dir.resolve().name, 64)) \
         if use_memory else None
     (run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
     log = RunLog(run_dir / "run.jsonl")

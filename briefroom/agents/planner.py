@@ -10,14 +10,19 @@ from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import MsgType, Priority
 
 
-def answered_by(turn: Turn, question: str, remembered: list[Fact]) -> Fact | None:
-    """The remembered fact closest in meaning to `question`, if it is close enough."""
+def answered_by(turn: Turn, questions: list[str], remembered: list[Fact]) -> list[Fact | None]:
+    """Per question, the remembered fact closest in meaning, if it is close enough.
+    One embedding call for all questions and facts."""
     if not remembered or turn.ctx.index is None:
-        return None
-    vectors = turn.ctx.index.embedder.embed([question, *(f.text for f in remembered)])
-    scores = [sum(a * b for a, b in zip(vectors[0], v)) for v in vectors[1:]]  # unit vectors: dot = cosine
-    best = max(range(len(scores)), key=scores.__getitem__)
-    return remembered[best] if scores[best] >= turn.ctx.memory_threshold else None
+        return [None] * len(questions)
+    vectors = turn.ctx.index.embedder.embed([*questions, *(f.text for f in remembered)])
+    facts = vectors[len(questions):]
+    out: list[Fact | None] = []
+    for question in vectors[:len(questions)]:
+        scores = [sum(a * b for a, b in zip(question, v)) for v in facts]  # unit vectors: dot = cosine
+        best = max(range(len(scores)), key=scores.__getitem__)
+        out.append(remembered[best] if scores[best] >= turn.ctx.memory_threshold else None)
+    return out
 
 
 class Subquestion(BaseModel):
@@ -49,8 +54,7 @@ def step(turn: Turn) -> None:
     # fact is in the team's facts, with its original source); one question always goes
     # out, so the round still produces fresh evidence.
     remembered = [f for f in turn.all_facts() if f.found_by == "memory"]
-    for question in questions:
-        known = answered_by(turn, question, remembered)
+    for question, known in zip(questions, answered_by(turn, questions, remembered)):
         if known is not None and len(questions) > 1 and question is not questions[-1]:
             turn.ctx.log.event("memory_reuse", agent="planner", round=turn.round, question=question,
                                fact=known.fact_id, source=known.source_id)

@@ -100,8 +100,11 @@ def step(turn: Turn) -> None:
             continue
         ids = [r.source_id for r in records]
         # Finishing (85% of --max-tokens): no model call; the verbatim figures below still go out.
-        findings = Findings.model_construct(findings=[]) if turn.finishing else turn.ask(f"State what the passages say that answers: {question}", Findings,
-                            material=passage_items(records, question), enums={"source_ids": ids})
+        if turn.finishing:
+            findings = Findings.model_construct(findings=[])
+        else:
+            findings = turn.ask(f"State what the passages say that answers: {question}", Findings,
+                                material=passage_items(records, question), enums={"source_ids": ids})
         texts = turn.source_texts()
         said = {m.body.content for m in turn.own_messages()}
         for finding in findings.findings:

@@ -26,7 +26,8 @@ def report_accepted_this_round(state: AgentState) -> bool:
 def roles_with_unread(state: AgentState, roles: list["Role"], bus: Bus) -> list[str]:
     board = state.get("whiteboard", [])
     seen = state.get("seen", {})
-    return [r.name for r in roles if bus.unread(r.name, board, seen.get(r.name, []))]
+    # The bus's incremental views: no list of the whole inbox per role per routing decision.
+    return [r.name for r in roles if bus.view(r.name, board, seen.get(r.name, [])).unread]
 
 
 def next_speaker(state: AgentState, roles: list["Role"], bus: Bus) -> str:
