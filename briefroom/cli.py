@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
@@ -195,16 +196,25 @@ Zone = Annotated[Optional[str], typer.Option("--zone", help="vector | fact | ski
 Scope_ = Annotated[str, typer.Option("--scope", help="user (all sessions) | session")]
 
 
+@contextlib.contextmanager
 def _memory(data_dir: Path | None, user: str | None, session: str | None, scope: str, zone: str | None = None):
+    """The store, namespace and scope for a memory command; closed after, errors as one line."""
     from briefroom.corpus.embeddings import make_embedder
     from briefroom.memory.namespace import Namespace, default_user
     from briefroom.memory.store import ZONES, MemoryStore
 
-    settings = _settings(data_dir=data_dir, user=user, session=session, memory_scope=scope)
-    if zone is not None and zone not in ZONES:
-        raise BriefroomError(f"--zone must be one of {', '.join(ZONES)}")
-    ns = Namespace(settings.user or default_user(), settings.session)
-    return MemoryStore(settings.data_dir, make_embedder(settings.embedder)), ns, settings.memory_scope
+    try:
+        settings = _settings(data_dir=data_dir, user=user, session=session, memory_scope=scope)
+        if zone is not None and zone not in ZONES:
+            raise BriefroomError(f"--zone must be one of {', '.join(ZONES)}")
+        ns = Namespace(settings.user or default_user(), settings.session)
+        store = MemoryStore(settings.data_dir, make_embedder(settings.embedder))
+        try:
+            yield store, ns, settings.memory_scope
+        finally:
+            store.close()
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
 
 
 def _print_items(items: list[dict], as_json: bool) -> None:
@@ -225,12 +235,8 @@ def memory_list(data_dir: DataDir = None, user: User = None, session: Session = 
                 scope: Scope_ = "user",
                 as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False) -> None:
     """Every memory in the namespace, oldest first."""
-    try:
-        store, ns, scope = _memory(data_dir, user, session, scope, zone)
-        items = store.items(ns, scope, zone)  # type: ignore[arg-type]
-        store.close()
-    except BriefroomError as exc:
-        raise _fail(str(exc)) from None
+    with _memory(data_dir, user, session, scope, zone) as (store, ns, scope):
+        items = store.items(ns, scope, zone)
     _print_items(items, as_json)
 
 
@@ -240,13 +246,9 @@ def memory_search(query: Annotated[str, typer.Argument(help="what to look for")]
                   threshold: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.5,
                   as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False) -> None:
     """Memories and skills similar to QUERY (what a run would recall), best first."""
-    try:
-        store, ns, scope = _memory(data_dir, user, session, scope)
-        found = [*store.recall(query, ns, scope, threshold=threshold),  # type: ignore[arg-type]
-                 *store.skills_for(query, ns, scope, threshold=threshold)]  # type: ignore[arg-type]
-        store.close()
-    except BriefroomError as exc:
-        raise _fail(str(exc)) from None
+    with _memory(data_dir, user, session, scope) as (store, ns, scope):
+        found = [*store.recall(query, ns, scope, threshold=threshold),
+                 *store.skills_for(query, ns, scope, threshold=threshold)]
     _print_items([{"id": r.item_id, "zone": r.zone, "text": r.text, "similarity": r.similarity, "score": r.score,
                    "provenance": r.provenance} for r in found], as_json)
 
@@ -255,14 +257,10 @@ def memory_search(query: Annotated[str, typer.Argument(help="what to look for")]
 def memory_show(item_id: Annotated[str, typer.Argument(help="a memory id from list or search")],
                 data_dir: DataDir = None, user: User = None, session: Session = None, scope: Scope_ = "user") -> None:
     """One memory with its provenance, as JSON."""
-    try:
-        store, ns, scope = _memory(data_dir, user, session, scope)
-        items = [i for i in store.items(ns, scope) if i["id"] == item_id]  # type: ignore[arg-type]
-        store.close()
+    with _memory(data_dir, user, session, scope) as (store, ns, scope):
+        items = [i for i in store.items(ns, scope) if i["id"] == item_id]
         if not items:
             raise BriefroomError(f"no memory {item_id!r} in this namespace")
-    except BriefroomError as exc:
-        raise _fail(str(exc)) from None
     sys.stdout.write(json.dumps(items[0], indent=1, ensure_ascii=False) + "\n")
 
 
@@ -271,14 +269,10 @@ def memory_forget(item_id: Annotated[str, typer.Argument(help="a memory id from 
                   data_dir: DataDir = None, user: User = None, session: Session = None,
                   scope: Scope_ = "user") -> None:
     """Remove a memory from every zone and compact the stores (no plaintext left on disk)."""
-    try:
-        store, ns, scope = _memory(data_dir, user, session, scope)
-        removed = store.forget(item_id, ns, scope)  # type: ignore[arg-type]
-        store.close()
+    with _memory(data_dir, user, session, scope) as (store, ns, scope):
+        removed = store.forget(item_id, ns, scope)
         if not removed:
             raise BriefroomError(f"no memory {item_id!r} in this namespace")
-    except BriefroomError as exc:
-        raise _fail(str(exc)) from None
     err.print(f"forgot {item_id} ({removed} row(s), history included)")
 
 
@@ -286,12 +280,8 @@ def memory_forget(item_id: Annotated[str, typer.Argument(help="a memory id from 
 def memory_export(data_dir: DataDir = None, user: User = None, session: Session = None, zone: Zone = None,
                   scope: Scope_ = "user") -> None:
     """The namespace's memories as JSON lines, one per memory (to back up or move)."""
-    try:
-        store, ns, scope = _memory(data_dir, user, session, scope, zone)
-        items = store.items(ns, scope, zone)  # type: ignore[arg-type]
-        store.close()
-    except BriefroomError as exc:
-        raise _fail(str(exc)) from None
+    with _memory(data_dir, user, session, scope, zone) as (store, ns, scope):
+        items = store.items(ns, scope, zone)
     for item in items:
         sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
 

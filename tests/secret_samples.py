@@ -25,7 +25,7 @@ def _r(rng: random.Random, alphabet: str, n: int) -> str:
 
 
 def samples(seed: int = 7) -> list[tuple[str, str]]:
-    """(format name, fake secret) pairs: 34 formats."""
+    """(format name, fake secret) pairs: 36 formats."""
     r = random.Random(seed)
     pem_body = "\n".join(_r(r, B64, 64) for _ in range(4))
     return [
