@@ -234,8 +234,9 @@ class ContextBuilder:
                 tokens[name] += self.counter.count(text)
             return "".join(text for _, text in pieces)
 
-        # Separators cost tokens the per-item plan did not see; the rendered prompt is what
-        # counts, so shed the weakest kept items until it fits.
+        # The plan counted every piece with its separator, so the rendered prompt almost
+        # never costs more; where the last piece of a message, without its separator,
+        # tokenizes worse (a BPE merge that needed the newlines), shed the weakest items.
         sheddable = [(name, it) for name in reversed(list(ranked)) for it in reversed(ranked[name])
                      if id(it) in chosen]
         sheddable.sort(key=lambda pair: pair[1].priority.value, reverse=True)
