@@ -78,6 +78,7 @@ class MemoryStore:
         self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
                                                  settings=ChromaSettings(anonymized_telemetry=False))
         self._collections: dict[str, Any] = {}
+        self._query_vectors: dict[str, list[list[float]]] = {}
 
     def _coll(self, kind: str, user: str, session: str):
         """One chromadb collection per (zone kind, user, session). A namespace filter
@@ -89,6 +90,15 @@ class MemoryStore:
             coll = self._collections[name] = self._client.get_or_create_collection(
                 name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
         return coll
+
+    def _query_vector(self, query: str) -> list[list[float]]:
+        """A run asks the same goal of several zones: embed each query text once."""
+        vector = self._query_vectors.get(query)
+        if vector is None:
+            if len(self._query_vectors) > 256:
+                self._query_vectors.clear()
+            vector = self._query_vectors[query] = self._embedder.embed([query])
+        return vector
 
     def _sessions(self, ns: Namespace, scope: Scope, tables: tuple[str, ...]) -> list[str]:
         if scope != "user":
@@ -106,7 +116,7 @@ class MemoryStore:
         vector = None
         for session in self._sessions(ns, scope, tables):
             coll = self._coll(kind, ns.user, session)
-            vector = vector or self._embedder.embed([query])
+            vector = vector or self._query_vector(query)
             # chromadb returns fewer hits when the collection is smaller; no count() round trip
             found = coll.query(query_embeddings=vector, n_results=n, include=["distances", "metadatas"])
             hits += list(zip(found["ids"][0], found["distances"][0], found["metadatas"][0]))
