@@ -78,6 +78,9 @@ def research(
                                                         "session")] = None,
     memory_threshold: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="cosine similarity a "
                                                               "memory needs to be recalled (default 0.75)")] = None,
+    fact_threshold: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="share of the question's words "
+                                                            "and numbers a remembered fact must hold to be recalled "
+                                                            "(default 0.5)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary instead of the report")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
 ) -> None:
@@ -89,7 +92,8 @@ def research(
                              rounds=rounds, data_dir=data_dir, structured=structured, context=context,
                              max_tokens=max_tokens, context_shares=parse_section_values(share, "--share", float),
                              context_floors=parse_section_values(floor, "--floor", int), memory=memory, user=user,
-                             session=session, memory_scope=memory_scope, memory_threshold=memory_threshold)
+                             session=session, memory_scope=memory_scope, memory_threshold=memory_threshold,
+                             fact_threshold=fact_threshold)
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
                                               roles_dirs=list(roles_dir)), settings, progress=_progress(quiet))
     except BriefroomError as exc:

@@ -37,6 +37,8 @@ class Settings(BaseModel):
     session: str = Field(default="default", description="memory namespace: session")
     memory_scope: str = Field(default="user", description="what a run may recall: user | session")
     memory_threshold: float = Field(default=0.75, ge=0.0, le=1.0, description="cosine similarity to recall")
+    fact_threshold: float = Field(default=0.5, ge=0.0, le=1.0,
+                                  description="share of a query's words and numbers a fact must hold to be recalled")
     temperature: float = 0.0
     request_timeout: float = 120.0
 

@@ -157,7 +157,7 @@ def run_research(request: ResearchRequest, settings: Settings,
             tools = {**corpus_tools(index), "read_artifact": artifact_tool(store), **request.tools}
             # for roles that declare it; with memory off it finds nothing
             tools["recall_memory"] = memory_tool(memory, namespace, settings.memory_scope,  # type: ignore[arg-type]
-                                                 settings.memory_threshold)
+                                                 settings.memory_threshold, settings.fact_threshold)
             counter = TokenCounter(encoding_for_model(settings.model or ""))
             ctx = RunContext(bus=bus, models=pool, counter=counter, log=log, tools=tools, artifacts=store,
                              index=index, progress=progress or (lambda *_: None),

@@ -131,7 +131,8 @@ def apply_gates(store: MemoryStore, ns: Namespace, run_id: str, state: AgentStat
             item_id = store.put_memory(ns, "task", candidate.text, {"run": run_id,
                                                                      "sources": candidate.data["sources"],
                                                                      "confirmed_by": ["critic"]},
-                                       importance=0.5 if candidate.data["repairs"] else 0.8)
+                                       importance=0.5 if candidate.data["repairs"] else 0.8,
+                                       key=state["charter"].goal)
             decision.update(zone="vector", id=item_id, action="insert")
         elif ok and candidate.kind == "skill":
             item_id, action = store.put_skill(ns, "Research plan: " + candidate.data["when"][:80],

@@ -32,12 +32,14 @@ def read_memory(memory: MemoryStore, ns: Namespace, settings: Settings, goal: st
                                             goal) if len(content_words(c)) >= 3 and c.strip() != goal.strip())]
     best: dict[str, Recalled] = {}
     for query in queries:
-        for r in memory.recall(query, ns, scope, threshold=settings.memory_threshold):
+        for r in memory.recall(query, ns, scope, threshold=settings.memory_threshold,
+                               fact_threshold=settings.fact_threshold):
             if r.item_id not in best or r.score > best[r.item_id].score:
                 best[r.item_id] = r
     recalled = sorted(best.values(), key=lambda r: -r.score)[:8]
     skills = memory.skills_for(goal, ns, scope, threshold=settings.memory_threshold)
     log.event("memory_read", agent="planner", scope=scope, threshold=settings.memory_threshold,
+              fact_threshold=settings.fact_threshold,
               items=[{"id": r.item_id, "zone": r.zone, "similarity": r.similarity, "score": r.score,
                       "provenance": r.provenance} for r in [*recalled, *skills]])
     items = []

@@ -25,8 +25,10 @@ from briefroom.corpus.embeddings import Embedder
 from briefroom.memory.namespace import Namespace, Scope
 from briefroom.memory.zones import FactRow, Recalled
 from briefroom.protocol.redaction import redact_text
+from briefroom.protocol.summarizer import content_words, numbers_in
 
 DEFAULT_THRESHOLD = 0.75  # cosine similarity a memory needs to be recalled
+FACT_THRESHOLD = 0.5  # share of a query's words and numbers a fact must hold to be recalled
 HALF_LIFE_DAYS = 30.0  # recency: a memory's weight halves every month
 SKILL_RETIRE_AFTER = 3  # failures (more than successes) before a skill is retired
 
@@ -43,6 +45,9 @@ CREATE TABLE IF NOT EXISTS facts (
   superseded_by TEXT, status TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS facts_entity ON facts(user, entity, attribute);
 CREATE INDEX IF NOT EXISTS facts_ns ON facts(user, session, task);
+CREATE TABLE IF NOT EXISTS fact_terms (
+  user TEXT NOT NULL, term TEXT NOT NULL, fact_id TEXT NOT NULL, PRIMARY KEY (user, term, fact_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS fact_terms_fact ON fact_terms(fact_id);
 CREATE TABLE IF NOT EXISTS skills (
   id TEXT PRIMARY KEY, user TEXT NOT NULL, session TEXT NOT NULL, task TEXT NOT NULL,
   name TEXT NOT NULL, applies_when TEXT NOT NULL, steps TEXT NOT NULL, successes INTEGER NOT NULL,
@@ -55,6 +60,11 @@ ZONES = ("vector", "fact", "skill")
 
 def _id(*parts: str) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def terms(text: str) -> set[str]:
+    """What a fact is found by: its content words and its numbers (years, values)."""
+    return content_words(text) | set(numbers_in(text))
 
 
 class MemoryStore:
@@ -75,10 +85,11 @@ class MemoryStore:
         self._db.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable at checkpoints, no fsync per commit
         self._db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
         self._db.executescript(_SCHEMA)
+        self._index_legacy_facts()
         self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
                                                  settings=ChromaSettings(anonymized_telemetry=False))
         self._collections: dict[str, Any] = {}
-        self._query_vectors: dict[str, list[list[float]]] = {}
+        self._vectors: dict[str, list[list[float]]] = {}
 
     def _coll(self, kind: str, user: str, session: str):
         """One chromadb collection per (zone kind, user, session). A namespace filter
@@ -91,13 +102,28 @@ class MemoryStore:
                 name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
         return coll
 
-    def _query_vector(self, query: str) -> list[list[float]]:
-        """A run asks the same goal of several zones: embed each query text once."""
-        vector = self._query_vectors.get(query)
+    def _index_legacy_facts(self) -> None:
+        """Data directories written before facts were found by their terms: index them once."""
+        if self._db.execute("PRAGMA user_version").fetchone()[0] >= 1:
+            return
+        for fact_id, user, entity, text in self._db.execute("SELECT id, user, entity, text FROM facts "
+                                                            "WHERE status != 'superseded'").fetchall():
+            self._index_fact(fact_id, user, entity, text)
+        self._db.execute("PRAGMA user_version = 1")
+        self._db.commit()
+
+    def _index_fact(self, fact_id: str, user: str, entity: str, text: str) -> None:
+        self._db.executemany("INSERT OR IGNORE INTO fact_terms VALUES (?, ?, ?)",
+                             [(user, term, fact_id) for term in terms(f"{entity} {text}")])
+
+    def _vector_of(self, query: str) -> list[list[float]]:
+        """Embed each text once per store: a run asks the same goal of several zones,
+        and its skill is filed under that goal at the end."""
+        vector = self._vectors.get(query)
         if vector is None:
-            if len(self._query_vectors) > 256:
-                self._query_vectors.clear()
-            vector = self._query_vectors[query] = self._embedder.embed([query])
+            if len(self._vectors) > 256:
+                self._vectors.clear()
+            vector = self._vectors[query] = self._embedder.embed([query])
         return vector
 
     def _sessions(self, ns: Namespace, scope: Scope, tables: tuple[str, ...]) -> list[str]:
@@ -116,7 +142,7 @@ class MemoryStore:
         vector = None
         for session in self._sessions(ns, scope, tables):
             coll = self._coll(kind, ns.user, session)
-            vector = vector or self._query_vector(query)
+            vector = vector or self._vector_of(query)
             # chromadb returns fewer hits when the collection is smaller; no count() round trip
             found = coll.query(query_embeddings=vector, n_results=n, include=["distances", "metadatas"])
             hits += list(zip(found["ids"][0], found["distances"][0], found["metadatas"][0]))
@@ -127,9 +153,12 @@ class MemoryStore:
             self._db.close()
 
     # --- vector zone ------------------------------------------------------------------
-    def put_memory(self, ns: Namespace, kind: str, text: str, provenance: dict, importance: float) -> str:
+    def put_memory(self, ns: Namespace, kind: str, text: str, provenance: dict, importance: float,
+                   key: str | None = None) -> str:
         """Store (or refresh) a memory; the id derives from namespace, kind and text, so
-        writing the same memory twice writes one row."""
+        writing the same memory twice writes one row. `key` is what it is found by when
+        that is not the whole text: a past task is found by its question, whose vector
+        the run already has from reading memory at its start."""
         text = redact_text(text)
         item_id = "v" + _id(ns.user, ns.session, kind, text)
         with self._lock:
@@ -140,32 +169,61 @@ class MemoryStore:
             self._db.commit()
             if known:  # same text, same vector: refreshed, not embedded again
                 return item_id
-            self._coll("memories", ns.user, ns.session).upsert(ids=[item_id], embeddings=self._embedder.embed([text]),
-                                 metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task,
-                                             "zone": "vector"}])
+            self._coll("memories", ns.user, ns.session).upsert(
+                ids=[item_id], embeddings=self._vector_of(redact_text(key) if key else text),
+                metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task, "zone": "vector"}])
         return item_id
 
     def recall(self, query: str, ns: Namespace, scope: Scope = "user", k: int = 5,
-               threshold: float = DEFAULT_THRESHOLD) -> list[Recalled]:
-        """Memories (and facts) similar to `query` within the scope, best first."""
+               threshold: float = DEFAULT_THRESHOLD, fact_threshold: float = FACT_THRESHOLD) -> list[Recalled]:
+        """Memories similar to `query` (cosine) and facts that match it (`find_facts`)
+        within the scope, best first by relevance x recency x importance."""
         with self._lock:
-            hits = self._query("memories", ("memories", "facts"), query, ns, scope, 4 * k)
-            out = []
+            hits = self._query("memories", ("memories",), query, ns, scope, 4 * k)
+            out = self.find_facts(query, ns, scope, k, fact_threshold)
             seen: set[str] = set()
             for item_id, distance, meta in hits:
-                if item_id in seen:
+                # facts written before they were found by terms still have a vector here
+                if item_id in seen or meta.get("zone") == "fact":
                     continue
                 seen.add(item_id)
                 similarity = 1.0 - float(distance)
                 if similarity < threshold:
                     continue
-                row = self._row_for(item_id, str(meta.get("zone")), ns, scope)
+                row = self._row_for(item_id, "vector", ns, scope)
+                if row is not None:
+                    out.append(self._scored(item_id, similarity, *row))
+        out.sort(key=lambda r: -r.score)
+        return out[:k]
+
+    def _scored(self, item_id: str, relevance: float, text: str, importance: float, created: float,
+                provenance: dict, zone: str) -> Recalled:
+        age_days = max(self._now() - created, 0.0) / 86400
+        score = relevance * math.pow(0.5, age_days / HALF_LIFE_DAYS) * (0.5 + 0.5 * importance)
+        return Recalled(item_id, zone, text, round(relevance, 4), round(score, 4), provenance)
+
+    def find_facts(self, query: str, ns: Namespace, scope: Scope = "user", k: int = 5,
+                   threshold: float = FACT_THRESHOLD) -> list[Recalled]:
+        """Current and competing facts that hold at least `threshold` of the query's
+        terms. Exact facts are found by their words and numbers through an inverted index
+        in SQLite, not by a vector: writing one costs no embedding."""
+        wanted = terms(query)
+        if not wanted:
+            return []
+        need = max(1, math.ceil(threshold * len(wanted) - 1e-9))
+        marks = ",".join("?" * len(wanted))
+        with self._lock:
+            ids = [r[0] for r in self._db.execute(
+                f"SELECT fact_id FROM fact_terms WHERE user = ? AND term IN ({marks}) GROUP BY fact_id "
+                f"HAVING COUNT(*) >= ? ORDER BY COUNT(*) DESC LIMIT ?", [ns.user, *wanted, need, 8 * k])]
+            out = []
+            for fact_id in ids:  # the user is filtered above; _row_for checks the whole namespace
+                row = self._row_for(fact_id, "fact", ns, scope)
                 if row is None:
                     continue
-                text, importance, created, provenance, zone = row
-                age_days = max(self._now() - created, 0.0) / 86400
-                score = similarity * math.pow(0.5, age_days / HALF_LIFE_DAYS) * (0.5 + 0.5 * importance)
-                out.append(Recalled(item_id, zone, text, round(similarity, 4), round(score, 4), provenance))
+                relevance = len(wanted & terms(f"{row[3]['entity']} {row[0]}")) / len(wanted)
+                if relevance >= threshold:
+                    out.append(self._scored(fact_id, relevance, *row))
         out.sort(key=lambda r: -r.score)
         return out[:k]
 
@@ -197,28 +255,15 @@ class MemoryStore:
 
         Same entity and attribute in the user's table: the same value adds provenance to
         the existing row; a new value from a source the old row rests on supersedes it
-        (kept as history); a new value from other sources is a competing version. One
-        transaction, one embedding batch and one vector upsert for all rows.
+        (kept as history, no longer found by its terms); a new value from other sources
+        is a competing version. One transaction for all rows; no embedding.
         """
-        results: list[tuple[str, str, str]] = []
-        new_vectors: dict[str, str] = {}  # id -> text to embed
-        gone: list[tuple[str, str]] = []  # (id, session) of superseded rows
         with self._lock:
-            for row in rows:
-                results.append(self._put_fact_row(ns, row, new_vectors, gone))
+            results = [self._put_fact_row(ns, row) for row in rows]
             self._db.commit()
-            for old_id, session in gone:
-                self._coll("memories", ns.user, session).delete(ids=[old_id])
-            if new_vectors:
-                ids = list(new_vectors)
-                vectors = self._embedder.embed([new_vectors[i] for i in ids])
-                self._coll("memories", ns.user, ns.session).upsert(ids=ids, embeddings=vectors,
-                                     metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task,
-                                                 "zone": "fact"} for _ in ids])
         return results
 
-    def _put_fact_row(self, ns: Namespace, row: FactRow, new_vectors: dict[str, str],
-                      gone: list[tuple[str, str]]) -> tuple[str, str, str]:
+    def _put_fact_row(self, ns: Namespace, row: FactRow) -> tuple[str, str, str]:
         text = redact_text(row.text)
         rows = self._db.execute("SELECT id, value, unit, source_ids, confirmed_by, session FROM facts WHERE user = ? AND "
                                 "entity = ? AND attribute = ? AND status != 'superseded'",
@@ -240,9 +285,8 @@ class MemoryStore:
         for old in replaced:
             self._db.execute("UPDATE facts SET status = 'superseded', superseded_by = ? WHERE id = ?",
                              (new_id, old[0]))
-            gone.append((old[0], old[5]))
-            new_vectors.pop(old[0], None)
-        new_vectors[new_id] = text
+            self._db.execute("DELETE FROM fact_terms WHERE fact_id = ?", (old[0],))
+        self._index_fact(new_id, ns.user, row.entity, text)
         if replaced:
             return new_id, "supersede", f"new value from the same source replaces {', '.join(r[0] for r in replaced)}"
         if rows:
@@ -279,9 +323,9 @@ class MemoryStore:
                                   json.dumps([redact_text(s) for s in steps]), json.dumps(sorted(evaluated_by)),
                                   now, now))
             self._db.commit()
-            self._coll("skills", ns.user, ns.session).upsert(ids=[skill_id], embeddings=self._embedder.embed([applies_when]),
-                                       metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task,
-                                                   "zone": "skill"}])
+            self._coll("skills", ns.user, ns.session).upsert(
+                ids=[skill_id], embeddings=self._vector_of(applies_when),
+                metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task, "zone": "skill"}])
         return skill_id, "insert"
 
     def skills_for(self, query: str, ns: Namespace, scope: Scope = "user", k: int = 2,
@@ -370,6 +414,8 @@ class MemoryStore:
                 for _, _, gone in placed:
                     removed += self._db.execute(f"DELETE FROM {table} WHERE id = ? AND {where}",
                                                 [gone, *params]).rowcount
+            for _, _, gone in placed:
+                self._db.execute("DELETE FROM fact_terms WHERE fact_id = ?", (gone,))
             self._db.commit()
             for kind, session, gone in placed:
                 self._coll(kind, ns.user, session).delete(ids=[gone])
@@ -385,7 +431,8 @@ class MemoryStore:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def memory_tool(store: MemoryStore | None, ns: Namespace | None, scope: Scope, threshold: float):
+def memory_tool(store: MemoryStore | None, ns: Namespace | None, scope: Scope, threshold: float,
+                fact_threshold: float = FACT_THRESHOLD):
     """`recall_memory(query)`: how roles other than the Planner read memory, at the
     decision points where they choose to call it (declared in the role's tools).
 
@@ -413,7 +460,7 @@ def memory_tool(store: MemoryStore | None, ns: Namespace | None, scope: Scope, t
         assert isinstance(args, RecallArgs)
         if store is None or ns is None:
             return RecallResult(memories=[])
-        found = [*store.recall(args.query, ns, scope, threshold=threshold),
+        found = [*store.recall(args.query, ns, scope, threshold=threshold, fact_threshold=fact_threshold),
                  *store.skills_for(args.query, ns, scope, threshold=threshold)]
         return RecallResult(memories=[RecalledItem(id=r.item_id, zone=r.zone, text=r.text, similarity=r.similarity,
                                                    provenance=r.provenance) for r in found])

@@ -128,3 +128,15 @@ def test_a_role_that_declares_the_memory_tool_also_runs_without_memory(small_cor
                                           roles_dirs=[roles]),
                           Settings(model="test", rounds=1, data_dir=tmp_path / "data", memory=False))
     assert result.state["worktables"]["recaller"].notes == ("recalled 0 memories",)
+
+
+def test_the_shipped_scenario_pair_reuses_what_the_first_run_verified(tmp_path):
+    from bench.memory import PAIR, benefit, load_pair
+
+    result = benefit(tmp_path, load_pair(PAIR))
+    with_memory, without = result["with_memory"], result["without_memory"]
+    assert with_memory["questions_answered_from_memory"] >= 1
+    assert with_memory["memory_facts_in_report"] >= 1  # cited with its original source
+    assert with_memory["tool_calls"] < without["tool_calls"]
+    assert with_memory["questions_searched"] < without["questions_searched"]
+    assert without["questions_answered_from_memory"] == 0 and without["gates_s"] == 0.0

@@ -65,6 +65,28 @@ def test_same_fact_merges_new_value_from_same_source_supersedes_other_source_com
     assert len(history) == 3  # nothing overwritten, no duplicate
 
 
+def test_facts_are_found_by_their_words_and_numbers_not_a_vector(tmp_path):
+    class NoEmbedder(HashEmbedder):
+        def embed(self, texts):
+            raise AssertionError(f"a fact write must not embed: {texts}")
+
+    store = MemoryStore(tmp_path, NoEmbedder())
+    alice, bob = Namespace("alice"), Namespace("bob")
+    first, _, _ = store.put_fact(alice, row("723", ["S1"]))
+    competing, _, _ = store.put_fact(alice, row("680", ["S3"]))
+    store.put_fact(bob, row("999", ["S1"]))
+    found = store.find_facts("cloud spending in 2026", alice, threshold=0.75)
+    assert {r.item_id for r in found} == {first, competing}
+    assert all(r.zone == "fact" and r.provenance["namespace"]["user"] == "alice" for r in found)
+    assert found[0].similarity == 1.0  # every term of the query is in the fact
+    assert store.find_facts("cloud spending in 2031", alice, threshold=0.75) == []  # 2 of 3 terms
+    assert store.find_facts("the of and", alice) == []  # no terms at all
+    newer, action, _ = store.put_fact(alice, row("725", ["S1"], run="r2"))
+    assert action == "supersede"
+    assert {r.item_id for r in store.find_facts("cloud spending 2026", alice)} == {competing, newer}
+    store.close()
+
+
 def test_namespace_names_are_checked():
     with pytest.raises(ConfigError, match="--user"):
         Namespace("../etc")
@@ -112,8 +134,9 @@ def test_forget_leaves_no_plaintext_in_the_data_directory(tmp_path):
     assert store.forget("v0000000000000000", ns) == 0
     assert [i["id"] for i in store.items(ns)] == [keep]
     store.close()
-    needle = b"Zanzibar"
-    leaks = [p for p in tmp_path.rglob("*") if p.is_file() and needle in p.read_bytes()]
+    # the sentence, and its words as the fact index holds them
+    needles = (b"Zanzibar", b"zanzibar", b"quartermaster")
+    leaks = [p for p in tmp_path.rglob("*") if p.is_file() and any(n in p.read_bytes() for n in needles)]
     assert leaks == []
 
 
