@@ -115,11 +115,30 @@ def _subjects(state: AgentState) -> dict[str, str]:
 
 def apply_gates(store: MemoryStore, ns: Namespace, run_id: str, state: AgentState, transcript: list[str],
                 used_skills: list[str], log: Any) -> list[dict]:
-    """Judge every candidate, write what passes, log every decision; returns the decisions."""
+    """Judge every candidate, write what passes, log every decision; returns the decisions.
+
+    A run's writes land in one transaction, recorded under the run's key: a resumed run
+    whose gates already ran (or a second call) logs the same decisions and writes
+    nothing twice; one that crashed half-way wrote nothing and starts over."""
+    key = f"gates/{ns.user}/{ns.session}/{ns.task}/{run_id}"
+    done = store.applied(key)
+    if done is not None:
+        decisions = done
+    else:
+        with store.transaction():
+            decisions = _write(store, ns, run_id, state, transcript, used_skills)
+            store.mark_applied(key, decisions)
+    for decision in decisions:
+        log.event("memory_write", **decision)
+    return [d for d in decisions if d["kind"] != "skill_use"]
+
+
+def _write(store: MemoryStore, ns: Namespace, run_id: str, state: AgentState, transcript: list[str],
+           used_skills: list[str]) -> list[dict]:
     decisions: list[dict[str, Any]] = []
     subjects = _subjects(state)
     report = state.get("report")
-    facts: list[tuple[dict[str, Any], FactRow]] = []  # written together: one transaction, one embedding batch
+    facts: list[tuple[dict[str, Any], FactRow]] = []  # written together
     for candidate in candidates(state, transcript):
         ok, reason = judge(candidate)
         decision: dict[str, Any] = {"kind": candidate.kind, "accepted": ok, "reason": reason,
@@ -142,10 +161,8 @@ def apply_gates(store: MemoryStore, ns: Namespace, run_id: str, state: AgentStat
             decision.update(zone=None, action="rejected")
     for (decision, row), (item_id, action, why) in zip(facts, store.put_facts(ns, [r for _, r in facts])):
         decision.update(zone="fact", id=item_id, action=action, reason=why, entity=row.entity)
-    for decision in decisions:
-        log.event("memory_write", **decision)
     for skill_id in used_skills:
         outcome = store.record_use(skill_id, ns, success=bool(report and report.accepted))
-        log.event("memory_write", kind="skill_use", zone="skill", id=skill_id, accepted=True, action=outcome,
-                  reason="a skill recalled at the start is credited with this run's outcome")
+        decisions.append({"kind": "skill_use", "zone": "skill", "id": skill_id, "accepted": True, "action": outcome,
+                          "reason": "a skill recalled at the start is credited with this run's outcome"})
     return decisions

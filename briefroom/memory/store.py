@@ -12,6 +12,7 @@ Every query filters on the namespace in the store itself (SQL WHERE and chromadb
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -29,6 +30,7 @@ from briefroom.protocol.summarizer import content_words, numbers_in
 
 DEFAULT_THRESHOLD = 0.75  # cosine similarity a memory needs to be recalled
 FACT_THRESHOLD = 0.5  # share of a query's words and numbers a fact must hold to be recalled
+FACT_CANDIDATES = 2000  # facts a read considers at most (drawn from its rarest terms' postings)
 HALF_LIFE_DAYS = 30.0  # recency: a memory's weight halves every month
 SKILL_RETIRE_AFTER = 3  # failures (more than successes) before a skill is retired
 
@@ -48,6 +50,9 @@ CREATE INDEX IF NOT EXISTS facts_ns ON facts(user, session, task);
 CREATE TABLE IF NOT EXISTS fact_terms (
   user TEXT NOT NULL, term TEXT NOT NULL, fact_id TEXT NOT NULL, PRIMARY KEY (user, term, fact_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS fact_terms_fact ON fact_terms(fact_id);
+CREATE TABLE IF NOT EXISTS term_counts (
+  user TEXT NOT NULL, term TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (user, term)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS applied (key TEXT PRIMARY KEY, result TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS skills (
   id TEXT PRIMARY KEY, user TEXT NOT NULL, session TEXT NOT NULL, task TEXT NOT NULL,
   name TEXT NOT NULL, applies_when TEXT NOT NULL, steps TEXT NOT NULL, successes INTEGER NOT NULL,
@@ -89,6 +94,7 @@ class MemoryStore:
         self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
                                                  settings=ChromaSettings(anonymized_telemetry=False))
         self._collections: dict[str, Any] = {}
+        self._pending: dict[str, tuple[list, list, list]] | None = None  # vectors held by transaction()
         self._vectors: dict[str, list[list[float]]] = {}
 
     def _coll(self, kind: str, user: str, session: str):
@@ -113,8 +119,58 @@ class MemoryStore:
         self._db.commit()
 
     def _index_fact(self, fact_id: str, user: str, entity: str, text: str) -> None:
-        self._db.executemany("INSERT OR IGNORE INTO fact_terms VALUES (?, ?, ?)",
-                             [(user, term, fact_id) for term in terms(f"{entity} {text}")])
+        added = [t for t in terms(f"{entity} {text}") if self._db.execute(
+            "INSERT OR IGNORE INTO fact_terms VALUES (?, ?, ?)", (user, t, fact_id)).rowcount]
+        self._db.executemany("INSERT INTO term_counts VALUES (?, ?, 1) ON CONFLICT(user, term) DO UPDATE SET "
+                             "n = n + 1", [(user, t) for t in added])
+
+    def _unindex_fact(self, fact_id: str) -> None:
+        gone = self._db.execute("SELECT user, term FROM fact_terms WHERE fact_id = ?", (fact_id,)).fetchall()
+        self._db.executemany("UPDATE term_counts SET n = n - 1 WHERE user = ? AND term = ?", gone)
+        self._db.executemany("DELETE FROM term_counts WHERE user = ? AND term = ? AND n <= 0", gone)
+        self._db.execute("DELETE FROM fact_terms WHERE fact_id = ?", (fact_id,))
+
+    # --- writes: one transaction, vectors first -------------------------------------
+    @contextlib.contextmanager
+    def transaction(self):
+        """Writes inside the block land together or not at all: SQL is committed once at
+        the end, after the vectors it refers to are upserted (one upsert per collection;
+        ids are content-derived, so upserting again after a crash changes nothing). A
+        vector without its row is never read: every hit is checked against SQLite."""
+        with self._lock:
+            if self._pending is not None:  # nested: the outer block commits
+                yield self
+                return
+            self._pending = {}
+            try:
+                yield self
+                for name, (ids, vectors, metas) in self._pending.items():
+                    self._collections[name].upsert(ids=ids, embeddings=vectors, metadatas=metas)
+                self._db.commit()
+            except BaseException:
+                self._db.rollback()
+                raise
+            finally:
+                self._pending = None
+
+    def _add_vector(self, ns: Namespace, item_id: str, vector: list[float], zone: str) -> None:
+        coll = self._coll("memories", ns.user, ns.session)
+        ids, vectors, metas = self._pending.setdefault(coll.name, ([], [], []))  # type: ignore[union-attr]
+        ids.append(item_id)
+        vectors.append(vector)
+        metas.append({"user": ns.user, "session": ns.session, "task": ns.task, "zone": zone})
+
+    def applied(self, key: str) -> Any:
+        """What an idempotent write recorded under `key`, or None if it never landed."""
+        with self._lock:
+            row = self._db.execute("SELECT result FROM applied WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def mark_applied(self, key: str, result: Any) -> None:
+        """Record `key` inside the current transaction: a rerun of the same step (a resumed
+        run) finds it and writes nothing twice."""
+        assert self._pending is not None, "mark_applied belongs inside transaction()"
+        self._db.execute("INSERT OR REPLACE INTO applied VALUES (?, ?)", (key, json.dumps(result)))
 
     def _vector_of(self, query: str) -> list[list[float]]:
         """Embed each text once per store: a run asks the same goal of several zones,
@@ -161,17 +217,13 @@ class MemoryStore:
         the run already has from reading memory at its start."""
         text = redact_text(text)
         item_id = "v" + _id(ns.user, ns.session, kind, text)
-        with self._lock:
+        with self.transaction():
             known = self._db.execute("SELECT 1 FROM memories WHERE id = ?", (item_id,)).fetchone() is not None
+            if not known:  # a refreshed memory keeps its vector
+                self._add_vector(ns, item_id, self._vector_of(redact_text(key) if key else text)[0], "vector")
             self._db.execute("INSERT OR REPLACE INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                              (item_id, ns.user, ns.session, ns.task, kind, text,
                               json.dumps(provenance, sort_keys=True), importance, self._now()))
-            self._db.commit()
-            if known:  # same text, same vector: refreshed, not embedded again
-                return item_id
-            self._coll("memories", ns.user, ns.session).upsert(
-                ids=[item_id], embeddings=self._vector_of(redact_text(key) if key else text),
-                metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task, "zone": "vector"}])
         return item_id
 
     def recall(self, query: str, ns: Namespace, scope: Scope = "user", k: int = 5,
@@ -183,8 +235,8 @@ class MemoryStore:
             out = self.find_facts(query, ns, scope, k, fact_threshold)
             seen: set[str] = set()
             for item_id, distance, meta in hits:
-                # facts written before they were found by terms still have a vector here
-                if item_id in seen or meta.get("zone") == "fact":
+                # skills share the collection; facts of older stores may still have a vector
+                if item_id in seen or meta.get("zone") != "vector":
                     continue
                 seen.add(item_id)
                 similarity = 1.0 - float(distance)
@@ -206,22 +258,38 @@ class MemoryStore:
                    threshold: float = FACT_THRESHOLD) -> list[Recalled]:
         """Current and competing facts that hold at least `threshold` of the query's
         terms. Exact facts are found by their words and numbers through an inverted index
-        in SQLite, not by a vector: writing one costs no embedding."""
-        wanted = terms(query)
+        in SQLite, not by a vector: writing one costs no embedding.
+
+        A fact holding `need` of the query's n terms holds at least one of its n - need + 1
+        rarest, so only those terms' postings are read (at most FACT_CANDIDATES facts):
+        a word that stands in every fact of a large table costs nothing to ignore."""
+        wanted = sorted(terms(query))
         if not wanted:
             return []
         need = max(1, math.ceil(threshold * len(wanted) - 1e-9))
-        marks = ",".join("?" * len(wanted))
         with self._lock:
+            counts = dict(self._db.execute(
+                f"SELECT term, n FROM term_counts WHERE user = ? AND term IN ({','.join('?' * len(wanted))})",
+                [ns.user, *wanted]).fetchall())
+            present = sorted((t for t in wanted if counts.get(t)), key=lambda t: counts[t])
+            if len(present) < need:
+                return []
+            rare = present[:len(present) - need + 1]
+            candidates = [r[0] for r in self._db.execute(
+                f"SELECT DISTINCT fact_id FROM fact_terms WHERE user = ? AND term IN ({','.join('?' * len(rare))}) "
+                f"LIMIT {FACT_CANDIDATES}", [ns.user, *rare])]
+            if not candidates:
+                return []
             ids = [r[0] for r in self._db.execute(
-                f"SELECT fact_id FROM fact_terms WHERE user = ? AND term IN ({marks}) GROUP BY fact_id "
-                f"HAVING COUNT(*) >= ? ORDER BY COUNT(*) DESC LIMIT ?", [ns.user, *wanted, need, 8 * k])]
+                f"SELECT fact_id FROM fact_terms WHERE user = ? AND term IN ({','.join('?' * len(present))}) AND "
+                f"fact_id IN ({','.join('?' * len(candidates))}) GROUP BY fact_id HAVING COUNT(*) >= ? "
+                f"ORDER BY COUNT(*) DESC LIMIT ?", [ns.user, *present, *candidates, need, 8 * k])]
             out = []
             for fact_id in ids:  # the user is filtered above; _row_for checks the whole namespace
                 row = self._row_for(fact_id, "fact", ns, scope)
                 if row is None:
                     continue
-                relevance = len(wanted & terms(f"{row[3]['entity']} {row[0]}")) / len(wanted)
+                relevance = len(set(wanted) & terms(f"{row[3]['entity']} {row[0]}")) / len(wanted)
                 if relevance >= threshold:
                     out.append(self._scored(fact_id, relevance, *row))
         out.sort(key=lambda r: -r.score)
@@ -258,10 +326,8 @@ class MemoryStore:
         (kept as history, no longer found by its terms); a new value from other sources
         is a competing version. One transaction for all rows; no embedding.
         """
-        with self._lock:
-            results = [self._put_fact_row(ns, row) for row in rows]
-            self._db.commit()
-        return results
+        with self.transaction():
+            return [self._put_fact_row(ns, row) for row in rows]
 
     def _put_fact_row(self, ns: Namespace, row: FactRow) -> tuple[str, str, str]:
         text = redact_text(row.text)
@@ -285,7 +351,7 @@ class MemoryStore:
         for old in replaced:
             self._db.execute("UPDATE facts SET status = 'superseded', superseded_by = ? WHERE id = ?",
                              (new_id, old[0]))
-            self._db.execute("DELETE FROM fact_terms WHERE fact_id = ?", (old[0],))
+            self._unindex_fact(old[0])
         self._index_fact(new_id, ns.user, row.entity, text)
         if replaced:
             return new_id, "supersede", f"new value from the same source replaces {', '.join(r[0] for r in replaced)}"
@@ -308,33 +374,33 @@ class MemoryStore:
     # --- skill zone -------------------------------------------------------------------
     def put_skill(self, ns: Namespace, name: str, applies_when: str, steps: list[str],
                   evaluated_by: list[str]) -> tuple[str, str]:
+        """A skill's vector is the situation it applies to (the run's question), filed in
+        the memories collection beside the task memory with the same vector: a skill is
+        found when its task is."""
         skill_id = "s" + _id(ns.user, name, applies_when)
         now = self._now()
-        with self._lock:
+        with self.transaction():
             old = self._db.execute("SELECT successes FROM skills WHERE id = ?", (skill_id,)).fetchone()
-            if old is not None:
+            if old is not None:  # same name and situation: its vector is already there
                 self._db.execute("UPDATE skills SET steps = ?, updated = ? WHERE id = ?",
                                  (json.dumps([redact_text(s) for s in steps]), now, skill_id))
-                self._db.commit()
-                return skill_id, "update"  # same name and situation: its vector is already there
-            else:
-                self._db.execute("INSERT INTO skills VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0, ?, 0, ?, ?)",
-                                 (skill_id, ns.user, ns.session, ns.task, redact_text(name), redact_text(applies_when),
-                                  json.dumps([redact_text(s) for s in steps]), json.dumps(sorted(evaluated_by)),
-                                  now, now))
-            self._db.commit()
-            self._coll("skills", ns.user, ns.session).upsert(
-                ids=[skill_id], embeddings=self._vector_of(applies_when),
-                metadatas=[{"user": ns.user, "session": ns.session, "task": ns.task, "zone": "skill"}])
+                return skill_id, "update"
+            self._add_vector(ns, skill_id, self._vector_of(redact_text(applies_when))[0], "skill")
+            self._db.execute("INSERT INTO skills VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0, ?, 0, ?, ?)",
+                             (skill_id, ns.user, ns.session, ns.task, redact_text(name), redact_text(applies_when),
+                              json.dumps([redact_text(s) for s in steps]), json.dumps(sorted(evaluated_by)),
+                              now, now))
         return skill_id, "insert"
 
     def skills_for(self, query: str, ns: Namespace, scope: Scope = "user", k: int = 2,
                    threshold: float = DEFAULT_THRESHOLD) -> list[Recalled]:
         with self._lock:
-            hits = self._query("skills", ("skills",), query, ns, scope, 4 * k)
+            hits = self._query("memories", ("memories", "skills"), query, ns, scope, 4 * k)
             where, params = ns.sql(scope)
             out = []
-            for skill_id, distance, _ in hits:
+            for skill_id, distance, meta in hits:
+                if meta.get("zone") != "skill":
+                    continue
                 similarity = 1.0 - float(distance)
                 row = self._db.execute(f"SELECT name, applies_when, steps, successes, failures, evaluated_by, user, "
                                        f"session, task FROM skills WHERE id = ? AND retired = 0 AND {where}",
@@ -353,7 +419,7 @@ class MemoryStore:
 
     def record_use(self, skill_id: str, ns: Namespace, success: bool) -> str:
         """Count a reuse; a skill that keeps failing is retired (never recalled again)."""
-        with self._lock:
+        with self.transaction():
             column = "successes" if success else "failures"
             self._db.execute(f"UPDATE skills SET {column} = {column} + 1, updated = ? WHERE id = ? AND user = ?",
                              (self._now(), skill_id, ns.user))
@@ -361,7 +427,6 @@ class MemoryStore:
             retired = bool(row and row[1] >= SKILL_RETIRE_AFTER and row[1] > row[0])
             if retired:
                 self._db.execute("UPDATE skills SET retired = 1 WHERE id = ?", (skill_id,))
-            self._db.commit()
         return "retired" if retired else ("success" if success else "failure")
 
     # --- listing, export, forget ------------------------------------------------------
@@ -400,7 +465,7 @@ class MemoryStore:
         where, params = ns.sql(scope)
         with self._lock:
             placed = []  # (collection kind, session, id) of every vector to delete
-            for table, kind in (("memories", "memories"), ("facts", "memories"), ("skills", "skills")):
+            for table, kind in (("memories", "memories"), ("facts", "memories"), ("skills", "memories")):
                 for (session,) in self._db.execute(f"SELECT session FROM {table} WHERE id = ? AND {where}",
                                                    [item_id, *params]).fetchall():
                     placed.append((kind, session, item_id))
@@ -415,7 +480,7 @@ class MemoryStore:
                     removed += self._db.execute(f"DELETE FROM {table} WHERE id = ? AND {where}",
                                                 [gone, *params]).rowcount
             for _, _, gone in placed:
-                self._db.execute("DELETE FROM fact_terms WHERE fact_id = ?", (gone,))
+                self._unindex_fact(gone)
             self._db.commit()
             for kind, session, gone in placed:
                 self._coll(kind, ns.user, session).delete(ids=[gone])

@@ -210,3 +210,41 @@ def test_instruction_detector_flags_every_payload_and_no_corpus_sentence():
     benign = [s for path in (SCENARIOS / "cloud-market" / "corpus").iterdir() for s in sentences(path.read_text())]
     assert len(benign) > 60
     assert [s for s in benign if instruction_like(s)] == []
+
+
+def _accepted_state():
+    state = _poisoned_state()
+    state["report"] = Report(markdown="# r", cited_sources=("S1",), round=1, accepted=True)
+    return state
+
+
+def _rows(store, ns):
+    return sorted((i["zone"], i["id"], i.get("successes")) for i in store.items(ns))
+
+
+def test_gates_run_twice_write_once_and_log_the_same_decisions(store, tmp_path):
+    ns = Namespace("alice", "s1", "run1")
+    skill, _ = store.put_skill(ns, "plan", "an earlier question", ["step"], ["critic"])
+    logs = [RunLog(tmp_path / f"run{i}.jsonl") for i in range(2)]
+    first = apply_gates(store, ns, "run1", _accepted_state(), [], [skill], logs[0])
+    rows = _rows(store, ns)
+    second = apply_gates(store, ns, "run1", _accepted_state(), [], [skill], logs[1])  # e.g. a resumed run
+    assert second == first and _rows(store, ns) == rows
+    assert [e["action"] for e in logs[1].events] == [e["action"] for e in logs[0].events]
+    assert next(i for i in store.items(ns) if i["id"] == skill)["successes"] == 2  # credited once, not twice
+    assert {"fact", "vector", "skill"} <= {z for z, _, _ in rows}
+
+
+def test_gates_that_fail_half_way_write_nothing(store, tmp_path, monkeypatch):
+    ns = Namespace("alice", "s1", "run1")
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store, "put_facts", crash)  # after the task memory and the skill were written
+    with pytest.raises(OSError):
+        apply_gates(store, ns, "run1", _accepted_state(), [], [], RunLog(None))
+    assert store.items(ns) == [] and store.recall("public cloud market 2026", ns, threshold=0.0) == []
+    monkeypatch.undo()
+    apply_gates(store, ns, "run1", _accepted_state(), [], [], RunLog(None))
+    assert {i["zone"] for i in store.items(ns)} == {"fact", "vector", "skill"}
