@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from briefroom.config import Settings, parse_role_models, parse_section_values
 from briefroom.errors import BriefroomError
@@ -30,11 +31,47 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _progress(quiet: bool):
-    def show(round: int, agent: str, step: str) -> None:
-        if not quiet:
-            err.print(f"[dim]round {round} · {agent} · {step}[/]")
+# The run directory of the command in progress: Ctrl-C and errors name it with the
+# command that resumes it.
+_current_run: Path | None = None
+
+
+def _progress(quiet: bool, as_json: bool = False):
+    """Live progress on stderr: round, agent, step, tokens against the budget, elapsed."""
+    from dataclasses import asdict
+
+    def show(p) -> None:
+        if quiet:
+            return
+        if as_json:
+            sys.stderr.write(json.dumps({"progress": asdict(p)}) + "\n")
+            return
+        budget = f" of {p.max_tokens:,}" if p.max_tokens else ""
+        err.print(f"[dim]round {p.round} · {p.agent} · {p.step} · {p.tokens_used:,}{budget} tokens · "
+                  f"{p.elapsed_s:.1f}s[/]", markup=True)
     return show
+
+
+def _run_failed(exc: Exception) -> typer.Exit:
+    """A run that stopped on an error: the error, and how to go on once it is fixed."""
+    from briefroom import runs
+
+    if _current_run is not None and (_current_run / runs.RECORD_FILE).is_file():
+        err.print(f"[dim]the run is checkpointed; after fixing the cause: {runs.resume_command(_current_run)}[/]",
+                  markup=True)
+    return _fail(str(exc))
+
+
+def _print_result(result, as_json: bool) -> None:
+    if as_json:
+        stdout.print_json(json.dumps({"run_dir": str(result.run_dir), "status": result.status,
+                                      "report": str(result.run_dir / "report.md") if result.report else None,
+                                      "models": sorted(result.labels),
+                                      "cited": list(result.state["report"].cited_sources)
+                                      if result.state.get("report") else []}))
+    elif result.report is not None:
+        sys.stdout.write(result.report)
+        err.print(f"[green]report:[/] {result.run_dir / 'report.md'}  (models: {', '.join(sorted(result.labels))})")
 
 
 def _settings(**overrides) -> Settings:
@@ -81,12 +118,16 @@ def research(
     fact_threshold: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="share of the question's words "
                                                             "and numbers a remembered fact must hold to be recalled "
                                                             "(default 0.5)")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary instead of the report")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary instead of the report (progress "
+                                          "as JSON lines on stderr)")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
 ) -> None:
     """Research QUESTION over your documents and write a cited report."""
-    from briefroom.run import ResearchRequest, run_research
+    global _current_run
+    from briefroom.run import ResearchRequest, default_run_dir, run_research
 
+    out = out or default_run_dir(question)
+    _current_run = out
     try:
         settings = _settings(model=model, base_url=base_url, role_models=parse_role_models(role_model),
                              rounds=rounds, data_dir=data_dir, structured=structured, context=context,
@@ -95,16 +136,102 @@ def research(
                              session=session, memory_scope=memory_scope, memory_threshold=memory_threshold,
                              fact_threshold=fact_threshold)
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
-                                              roles_dirs=list(roles_dir)), settings, progress=_progress(quiet))
+                                              roles_dirs=list(roles_dir)), settings,
+                              progress=_progress(quiet, as_json))
+    except BriefroomError as exc:
+        raise _run_failed(exc) from None
+    _print_result(result, as_json)
+
+
+@app.command()
+def resume(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory that was interrupted, failed or paused")],
+    model: Annotated[Optional[str], typer.Option(help="continue with another model")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")] = None,
+    role_model: Annotated[list[str], typer.Option("--role-model", help="per-role model, ROLE=MODEL")] = [],
+    max_tokens: Annotated[Optional[int], typer.Option(min=1000, help="a larger run budget, if the budget stopped "
+                                                      "the run")] = None,
+    live: Annotated[bool, typer.Option("--live", help="a replay goes on with a live model (--model) instead of "
+                                       "its cassette")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary instead of the report")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
+) -> None:
+    """Continue a run from its last checkpoint (after a crash, Ctrl-C, a failing endpoint
+    or the token budget), with the same settings unless you change them here."""
+    global _current_run
+    from briefroom import runs
+    from briefroom.run import resume_research
+
+    _current_run = run_dir
+    try:
+        record = runs.load(run_dir)
+        if record.status == "done":
+            err.print(f"{run_dir} is already complete: {run_dir / 'report.md'}")
+            if as_json:
+                stdout.print_json(json.dumps(runs.summary(run_dir, record)))
+            return
+        if live and not (model or role_model):
+            raise BriefroomError("--live needs --model (the model that continues the replay)")
+        overrides = {"model": model, "base_url": base_url, "max_tokens": max_tokens,
+                     "role_models": parse_role_models(role_model) or None}
+        result = resume_research(run_dir, overrides, progress=_progress(quiet, as_json), live=live)
+    except BriefroomError as exc:
+        raise _run_failed(exc) from None
+    _print_result(result, as_json)
+
+
+runs_app = typer.Typer(help="Runs in a folder: their status, and what each did.")
+app.add_typer(runs_app, name="runs")
+
+
+@runs_app.command("list")
+def runs_list(
+    folder: Annotated[Path, typer.Argument(help="folder of run directories")] = Path("runs"),
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+) -> None:
+    """Every run under FOLDER, newest first: status, rounds, question."""
+    from briefroom import runs
+
+    try:
+        found = runs.find_runs(folder)
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    rows = [{"run_dir": str(d), "status": r.status if r else "unknown", "round": r.round if r else None,
+             "max_rounds": r.settings.get("rounds") if r else None, "question": r.question if r else None,
+             "updated": r.updated if r else None, "report": (d / "report.md").is_file()} for d, r in found]
+    if as_json:
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        return
+    if not rows:
+        err.print(f"no runs in {folder}")
+    from rich.table import Table
+
+    grid = Table("run", "status", "rounds", "updated", "question", box=None, pad_edge=False)
+    for row in rows:
+        rounds = f"{row['round']}/{row['max_rounds']}" if row["round"] is not None else "-"
+        grid.add_row(Path(row["run_dir"]).name, row["status"], rounds, row["updated"] or "-",
+                     (row["question"] or "(no run.json)")[:60])
+    stdout.print(grid)
+
+
+@runs_app.command("show")
+def runs_show(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+) -> None:
+    """One run: status, question, counts from its log, and how to resume it."""
+    from briefroom import runs
+
+    try:
+        info = runs.summary(run_dir, runs.load(run_dir))
     except BriefroomError as exc:
         raise _fail(str(exc)) from None
     if as_json:
-        stdout.print_json(json.dumps({"run_dir": str(result.run_dir), "report": str(result.run_dir / "report.md"),
-                                   "models": sorted(result.labels),
-                                   "cited": list(result.state["report"].cited_sources)}))
-    else:
-        sys.stdout.write(result.report)
-        err.print(f"[green]report:[/] {result.run_dir / 'report.md'}  (models: {', '.join(sorted(result.labels))})")
+        sys.stdout.write(json.dumps(info, ensure_ascii=False) + "\n")
+        return
+    for key, value in info.items():
+        if value not in (None, [], ""):
+            stdout.print(f"[bold]{key}[/]: {escape(str(value))}", markup=True)
 
 
 @app.command()
@@ -319,29 +446,55 @@ def replay(
     scenario_dir: Annotated[Path, typer.Argument(help="a scenario folder (scenario.yaml, corpus/, cassette.jsonl)")],
     check: Annotated[bool, typer.Option("--check", help="exit 1 unless the recorded report is reproduced")] = False,
     out: Annotated[Optional[Path], typer.Option(help="run directory for the replay")] = None,
+    until_round: Annotated[Optional[int], typer.Option("--until-round", min=1, help="replay rounds 1..K from the "
+                                                       "cassette, then go on with a live model (--model)")] = None,
+    model: Annotated[Optional[str], typer.Option(help="the live model after --until-round")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="its OpenAI-compatible endpoint")] = None,
+    role_model: Annotated[list[str], typer.Option("--role-model", help="per-role live model, ROLE=MODEL")] = [],
     data_dir: DataDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary instead of the report")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
-    """Re-run a recorded scenario with its recorded model responses (no model needed)."""
+    """Re-run a recorded scenario with its recorded model responses (no model needed);
+    with --until-round K, only up to round K, then a live model takes over."""
+    global _current_run
     from briefroom.models.cassette import Cassette, ReplayDivergence
-    from briefroom.run import ResearchRequest, run_research
+    from briefroom.run import ResearchRequest, resume_research, run_research
     from briefroom.scenario import Scenario, report_diff
 
     try:
+        if until_round is not None and check:
+            raise BriefroomError("--check compares a whole replay with its recording; drop it with --until-round")
+        if until_round is None and (model or role_model or base_url):
+            raise BriefroomError("--model, --base-url and --role-model go with --until-round")
+        live = {"model": model, "base_url": base_url, "role_models": parse_role_models(role_model) or None}
         scenario = Scenario.load(scenario_dir)
         cassette = Cassette.load(scenario_dir)
         settings = _settings(data_dir=data_dir, rounds=scenario.rounds, max_revisions=scenario.max_revisions)
+        if until_round is not None:
+            if not (model or role_model or settings.model):
+                raise BriefroomError("--until-round needs the live model that continues: --model (or BRIEFROOM_MODEL)")
+            if until_round >= scenario.rounds:
+                raise BriefroomError(f"--until-round must be below the scenario's {scenario.rounds} rounds")
         run_dir = out or Path(tempfile.mkdtemp(prefix=f"briefroom-replay-{scenario.name}-"))
+        _current_run = run_dir
         request = ResearchRequest(question=scenario.question, corpus=[scenario.corpus_dir(scenario_dir)],
                                   out=run_dir, constraints=scenario.constraints,
                                   acceptance_criteria=scenario.acceptance_criteria, cassette=cassette,
-                                  replay_handles=scenario.handles)
-        result = run_research(request, settings, progress=_progress(quiet))
+                                  replay_handles=scenario.handles, scenario=scenario_dir.resolve(),
+                                  roles_dirs=scenario.role_dirs(scenario_dir))
+        result = run_research(request, settings, progress=_progress(quiet, as_json), stop_after_round=until_round)
+        if until_round is not None:
+            err.print(f"replayed rounds 1-{until_round} from the cassette; a live model goes on from here")
+            result = resume_research(run_dir, live, progress=_progress(quiet, as_json), live=True)
     except ReplayDivergence as exc:
         err.print(exc.diff, markup=False)
         raise _fail(str(exc)) from None
     except BriefroomError as exc:
-        raise _fail(str(exc)) from None
+        raise _run_failed(exc) from None
+    if until_round is not None:
+        _print_result(result, as_json)
+        return
     expected_path = scenario_dir / "report.md"
     expected = expected_path.read_text(encoding="utf-8") if expected_path.is_file() else None
     if check:
@@ -353,6 +506,8 @@ def replay(
         if cassette.unused():
             raise _fail(f"{cassette.unused()} recorded call(s) were never replayed")
         err.print(f"[green]ok:[/] {scenario.name} reproduced its recorded report ({len(cassette.entries)} calls)")
+    elif as_json:
+        _print_result(result, as_json)
     else:
         sys.stdout.write(result.report)
     err.print(f"run directory: {result.run_dir}")
@@ -362,14 +517,22 @@ def main() -> None:
     # SIGTERM ends the run like Ctrl-C does, so context managers stop the model server.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        if code == 130:  # typer turns Ctrl-C into this return value when not standalone
+            raise KeyboardInterrupt
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:  # bad flags, missing arguments: click's own message
         exc.show()
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, click.exceptions.Abort):
-        err.print("interrupted; the run directory keeps everything done so far")
+        from briefroom import runs
+
+        if _current_run is not None and (_current_run / runs.RECORD_FILE).is_file():
+            err.print(f"interrupted; checkpointed after the last finished step. Resume with: "
+                      f"{runs.resume_command(_current_run)}")
+        else:
+            err.print("interrupted; the run directory keeps everything done so far")
         sys.exit(130)
     except BriefroomError as exc:
         _fail(str(exc))

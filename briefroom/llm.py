@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from briefroom.config import Settings
 from briefroom.errors import ConfigError, EngineeringFailure
+from briefroom.graph import faults
 from briefroom.models.cassette import (
     Cassette,
     CassetteChatModel,
@@ -42,6 +43,7 @@ class ModelHandle:
     # "auto": the model decides; "first": one turn forced to the role's first tool, for
     # servers (llama.cpp's generic chat formats) that only call tools when told which.
     tool_mode: str = "auto"
+    calls: int = 0  # replies received; checkpointed with the state so a resumed replay knows its place
 
     def invoke(self, messages: list[BaseMessage], *, tools: list[dict] | None = None,
                schema: dict | None = None, schema_name: str = "output",
@@ -69,6 +71,8 @@ class ModelHandle:
             reply = AIMessage(content=str(getattr(reply, "content", reply)))
         if self.recorder is not None:
             self.recorder.record(self.role, serialize_messages(messages), reply)
+        self.calls += 1
+        faults.reached("llm_call")
         return reply, latency
 
     def _response_format(self, schema: dict, name: str) -> dict:

@@ -1,8 +1,11 @@
-"""One research run, start to finish: the library entry point the CLI calls.
+"""One research run, start to finish, and its resumption: the library entry points.
 
-settings -> charter -> corpus index -> models -> graph.invoke -> run directory.
-Whatever happens, the run directory keeps what was done: the run log is flushed per
-line and the LangGraph checkpoint holds the state after every node.
+settings -> charter -> corpus index -> memory -> models -> graph -> run directory.
+Whatever happens, the run directory keeps what was done: `run.json` says how the run
+stands, the run log is flushed per line, and the LangGraph checkpoint (durability
+"sync") holds the state after every node, with the ledger of what the run did outside
+it (log lines, tokens, model replies). `resume_research` continues from there; work
+after the graph (report files, memory gates) is idempotent, so it may run twice.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ import json
 import re
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from briefroom import runs
 from briefroom.agents.base import Role
 from briefroom.agents.context import RunContext
 from briefroom.agents.registry import bus_for, discover
@@ -26,6 +30,7 @@ from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import BriefroomError, ConfigError
 from briefroom.graph.builder import build_graph
 from briefroom.graph.checkpoint import open_checkpointer
+from briefroom.graph.routing import ROUND_END
 from briefroom.graph.state import DEFAULT_CRITERIA, AgentState, Charter, Fact, SourceRecord
 from briefroom.graph.summary import SUMMARIZER
 from briefroom.llm import ModelPool, build_pool, needs_embedded_server
@@ -33,7 +38,6 @@ from briefroom.memory.gates import apply_gates
 from briefroom.memory.namespace import Namespace, default_user
 from briefroom.memory.reading import read_memory, remembered_facts
 from briefroom.memory.store import MemoryStore, memory_tool
-from briefroom.memory.zones import Recalled
 from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer
 from briefroom.protocol.artifacts import ArtifactStore
@@ -58,15 +62,29 @@ class ResearchRequest:
     replay_handles: dict[str, Any] | None = None  # scenario.RecordedHandle per role
     models: ModelPool | None = None  # bring your own LangChain chat models (tests, library use)
     tools: dict[str, Any] = field(default_factory=dict)  # replace or add tools by name (protocol.tools.Tool)
+    scenario: Path | None = None  # replays: the scenario folder (kept in run.json so a replay can resume)
 
 
 @dataclass
 class RunResult:
     run_dir: Path
-    report: str
+    report: str | None  # None when the run was paused on purpose (`stop_after_round`)
     state: AgentState
     labels: set[str]
     events: list[dict[str, Any]]
+    status: str = "done"
+
+
+@dataclass
+class Progress:
+    """What a live progress line shows: where the run is and what it has spent."""
+
+    round: int
+    agent: str
+    step: str
+    tokens_used: int
+    max_tokens: int | None
+    elapsed_s: float
 
 
 def slugify(text: str, limit: int = 40) -> str:
@@ -85,62 +103,150 @@ def make_charter(request: ResearchRequest, settings: Settings, roles: list[Role]
 
 
 def initial_state(charter: Charter, facts: list[Fact] | None = None,
-                  sources: dict[str, SourceRecord] | None = None) -> AgentState:
+                  sources: dict[str, SourceRecord] | None = None, log_seq: int = 0) -> AgentState:
     ask = make_message(sender="user", msg_type=MsgType.INSTRUCTION, receiver="planner", content=charter.goal,
                        round=1, seq=0, priority=Priority.P0, ttl_rounds=charter.max_rounds)
     return AgentState(charter=charter, round=1, whiteboard=[ask], revisions=0, done=False, report=None,
-                      facts=list(facts or []), sources=dict(sources or {}))
+                      facts=list(facts or []), sources=dict(sources or {}),
+                      ledger={"log_seq": log_seq, "tokens_used": 0, "model_calls": {}})
 
 
-def run_research(request: ResearchRequest, settings: Settings,
-                 progress: Callable[[int, str, str], None] | None = None) -> RunResult:
+ProgressFn = Callable[[Progress], None]
+STOP_EVENTS = ("error", "interrupted", "run_paused")  # how an attempt that did not finish ended
+TRANSCRIPT_FILE = "tool-outputs.jsonl"
+
+
+def run_research(request: ResearchRequest, settings: Settings, progress: ProgressFn | None = None,
+                 stop_after_round: int | None = None) -> RunResult:
+    """A new run in a new run directory. `stop_after_round=K` pauses it, checkpointed,
+    once round K has ended (`replay --until-round`); `resume_research` goes on from there."""
     if not request.question.strip():
         raise ConfigError("the question is empty")
     if not request.corpus:
         raise ConfigError("no corpus: pass --corpus DIR (a folder of md, txt, html or pdf files)")
     run_dir = request.out or default_run_dir(request.question)
-    if (run_dir / "report.md").exists() or (run_dir / "run.jsonl").exists():
-        raise ConfigError(f"{run_dir} already holds a run; choose another --out")
+    if (run_dir / "report.md").exists() or (run_dir / "run.jsonl").exists() or (run_dir / runs.RECORD_FILE).exists():
+        raise ConfigError(f"{run_dir} already holds a run; choose another --out (or: briefroom resume {run_dir})")
     run_dir.mkdir(parents=True, exist_ok=True)
-
-    roles = discover(request.roles_dirs)
-    bus = bus_for(roles)
-    charter = make_charter(request, settings, roles)
     # Replays and recordings must not depend on what this machine remembers.
     use_memory = settings.memory and request.cassette is None and request.record is None
     namespace = Namespace(settings.user or default_user(), settings.session, slugify(run_dir.resolve().name, 64)) \
         if use_memory else None
-    (run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    log = RunLog(run_dir / "run.jsonl")
+    # absolute paths: `briefroom resume` may run from another folder
+    record = runs.RunRecord(question=request.question, corpus=[str(p.resolve()) for p in request.corpus],
+                            constraints=list(request.constraints),
+                            acceptance_criteria=list(request.acceptance_criteria),
+                            roles_dirs=[str(p.resolve()) for p in request.roles_dirs],
+                            settings=runs.settings_for_record(settings),
+                            scenario=str(request.scenario) if request.scenario else None,
+                            recording=request.record is not None, thread_id=run_dir.name,
+                            namespace=asdict(namespace) if namespace else None)
+    runs.save(run_dir, record)
+    return _execute(run_dir, record, settings, request, progress, stop_after_round)
+
+
+def resume_research(run_dir: Path, overrides: dict[str, Any] | None = None, progress: ProgressFn | None = None,
+                    *, live: bool = False, models: ModelPool | None = None, tools: dict[str, Any] | None = None,
+                    stop_after_round: int | None = None) -> RunResult:
+    """Continue a run from its last checkpoint, after a crash, Ctrl-C, a dead endpoint or
+    a FatalBreaker whose cause was fixed (`overrides`, e.g. {"max_tokens": 60000}).
+    A replay continues with its cassette, or with a live model when `live` is set."""
+    record = runs.load(run_dir)
+    if record.recording:
+        raise ConfigError("a recording cannot be resumed (its cassette would have a hole); record it again")
+    settings = record.settings_with(**(overrides or {}))
+    cassette = replay_handles = None
+    scenario = Path(record.scenario) if record.scenario else None
+    if scenario is not None and live:
+        record.scenario = None  # from here on a live model answers; run.json says so
+        scenario = None
+    if scenario is not None:
+        from briefroom.scenario import Scenario
+
+        cassette, replay_handles = Cassette.load(scenario), Scenario.load(scenario).handles
+    request = ResearchRequest(question=record.question, corpus=[Path(p) for p in record.corpus], out=run_dir,
+                              constraints=list(record.constraints),
+                              acceptance_criteria=list(record.acceptance_criteria),
+                              roles_dirs=[Path(p) for p in record.roles_dirs], cassette=cassette,
+                              replay_handles=replay_handles, models=models, tools=dict(tools or {}),
+                              scenario=scenario)
+    record.settings = runs.settings_for_record(settings)
+    return _execute(run_dir, record, settings, request, progress, stop_after_round)
+
+
+def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request: ResearchRequest,
+             progress: ProgressFn | None, stop_after_round: int | None) -> RunResult:
+    roles = discover(request.roles_dirs)
+    bus = bus_for(roles)
+    namespace = Namespace(**record.namespace) if record.namespace else None
     recorder = Cassette() if request.record else None
     index: CorpusIndex | None = None
     memory: MemoryStore | None = None
-    try:
-        log.event("run_start", question=charter.goal, rounds=charter.max_rounds, roles=[r.name for r in roles],
-                  corpus=[str(p) for p in request.corpus])
+    log: RunLog | None = None
+    clock = time.monotonic()
+    ctx: RunContext | None = None
+
+    def say(at_round: int, agent: str, step: str) -> None:
         if progress:
-            progress(0, "index", "indexing corpus")
-        started = time.perf_counter()
-        embedder = make_embedder(settings.embedder)
-        index = CorpusIndex(settings.data_dir, embedder)
-        stats = index.sync(request.corpus)
-        log.event("index", documents=stats.documents, embedded_chunks=stats.embedded_chunks,
-                  reused_documents=stats.reused_documents, seconds=round(time.perf_counter() - started, 3))
-        if stats.documents == 0:
-            raise ConfigError(f"no readable documents (md, txt, html, pdf) in {', '.join(map(str, request.corpus))}")
-        memory_items: list[Item] = []
-        used_skills: list[str] = []
-        recalled: list[Recalled] = []
-        if namespace is not None:
-            memory = MemoryStore(settings.data_dir, embedder)
-            memory_items, used_skills, recalled = read_memory(memory, namespace, settings, charter.goal, log)
-        known_facts, known_sources = remembered_facts(recalled, index)
-        names = [r.name for r in roles] + [SUMMARIZER.name]
-        with contextlib.ExitStack() as stack:
+            progress(Progress(at_round, agent, step, ctx.tokens_used if ctx else 0, settings.max_tokens,
+                              round(time.monotonic() - clock, 1)))
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_exclusive(run_dir))
+        saver = open_checkpointer(run_dir / "checkpoints.sqlite")
+        stack.callback(saver.conn.close)
+        graph = build_graph(roles, bus, checkpointer=saver)
+        config = {"configurable": {"thread_id": record.thread_id}, "recursion_limit": 60 * settings.rounds}
+        snapshot = graph.get_state(config)
+        # The first checkpoint holds only the pending input: a run killed there has not
+        # started; it starts over in place, on a clean thread.
+        resumed = "charter" in snapshot.values
+        if not resumed:
+            saver.delete_thread(record.thread_id)
+        try:
+            runs.update(run_dir, record, status="running", error=None)
+            if resumed:
+                ledger = snapshot.values.get("ledger", {})
+                log, moved = RunLog.reopen(run_dir / "run.jsonl", int(ledger.get("log_seq", 0)))
+                charter = snapshot.values["charter"]
+            else:  # a new run, or one that stopped before its first checkpoint: start over in place
+                log, moved = RunLog.reopen(run_dir / "run.jsonl", 0)
+                charter = make_charter(request, settings, roles)
+                (run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            say(0, "index", "indexing corpus")
+            started = time.perf_counter()
+            embedder = make_embedder(settings.embedder)
+            index = CorpusIndex(settings.data_dir, embedder)
+            stats = index.sync(request.corpus)
+            if stats.documents == 0:
+                raise ConfigError(f"no readable documents (md, txt, html, pdf) in "
+                                  f"{', '.join(map(str, request.corpus))}")
+            if namespace is not None:
+                memory = MemoryStore(settings.data_dir, embedder)
+            if resumed:
+                memory_items = _load_memory_items(run_dir)
+                # How the previous attempt ended, in one line; its events are in run.interrupted.jsonl.
+                stop = next((e for e in reversed(moved) if e.get("event") in STOP_EVENTS), None)
+                log.event("run_resume", round=snapshot.values.get("round"), next=list(snapshot.next),
+                          moved_lines=len(moved), after={k: stop[k] for k in ("event", "kind", "message")
+                                                         if k in stop} if stop else {"event": "killed"},
+                          documents=stats.documents, settings=record.settings)
+                graph_input: Any = None
+            else:
+                log.event("run_start", question=charter.goal, rounds=charter.max_rounds, roles=[r.name for r in roles],
+                          corpus=[str(p) for p in request.corpus])
+                log.event("index", documents=stats.documents, embedded_chunks=stats.embedded_chunks,
+                          reused_documents=stats.reused_documents, seconds=round(time.perf_counter() - started, 3))
+                memory_items, used_skills, recalled = [], [], []
+                if memory is not None and namespace is not None:
+                    memory_items, used_skills, recalled = read_memory(memory, namespace, settings, charter.goal, log)
+                _save_memory_items(run_dir, memory_items)
+                runs.update(run_dir, record, used_skills=used_skills)
+                known_facts, known_sources = remembered_facts(recalled, index)
+            names = [r.name for r in roles] + [SUMMARIZER.name]
             embedded_url = None
             if request.models is None and request.cassette is None and needs_embedded_server(settings, names):
-                if progress:
-                    progress(0, "model", "starting the embedded llama.cpp server")
+                say(0, "model", "starting the embedded llama.cpp server")
                 server = stack.enter_context(EmbeddedServer(log_path=run_dir / "llama-server.log"))
                 embedded_url = server.base_url
                 log.event("model_server", base_url=embedded_url, model_path=server.model_path.name)
@@ -160,45 +266,119 @@ def run_research(request: ResearchRequest, settings: Settings,
                                                  settings.memory_threshold, settings.fact_threshold)
             counter = TokenCounter(encoding_for_model(settings.model or ""))
             ctx = RunContext(bus=bus, models=pool, counter=counter, log=log, tools=tools, artifacts=store,
-                             index=index, progress=progress or (lambda *_: None),
-                             context_strategy=settings.context, max_tokens=settings.max_tokens,
-                             shares=settings.context_shares, floors=settings.context_floors,
-                             memory_items=memory_items, memory_threshold=settings.memory_threshold)
-            saver = open_checkpointer(run_dir / "checkpoints.sqlite")
-            stack.callback(saver.conn.close)
-            graph = build_graph(roles, bus, checkpointer=saver)
-            config = {"configurable": {"thread_id": run_dir.name}, "recursion_limit": 60 * charter.max_rounds}
-            state = graph.invoke(initial_state(charter, known_facts, known_sources), config=config, context=ctx)
-        report = state.get("report")
-        if report is None:
-            raise BriefroomError("the run ended without a report (see run.jsonl)")
-        (run_dir / "report.md").write_text(redact_text(report.markdown), encoding="utf-8")
-        all_sources = {sid: rec.model_dump(mode="json") for sid, rec in state.get("sources", {}).items()}
-        (run_dir / "sources.json").write_text(json.dumps({"cited": list(report.cited_sources), "sources": all_sources},
-                                                         indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        if memory is not None and namespace is not None:
-            started = time.perf_counter()
-            decisions = apply_gates(memory, namespace, run_dir.name, state, [t for _, t in ctx.transcript],
-                                    used_skills, log)
-            log.event("memory_gates", seconds=round(time.perf_counter() - started, 4),
-                      written=sum(d["accepted"] for d in decisions), rejected=sum(not d["accepted"] for d in decisions))
-        log.event("run_end", accepted=report.accepted, repairs=len(report.repairs), rounds=state.get("round"),
-                  cited=list(report.cited_sources))
-        if recorder is not None and request.record is not None:
-            from briefroom.scenario import RecordedHandle, write_scenario
+                             index=index, progress=say, context_strategy=settings.context,
+                             max_tokens=settings.max_tokens, shares=settings.context_shares,
+                             floors=settings.context_floors, memory_items=memory_items,
+                             memory_threshold=settings.memory_threshold,
+                             transcript_path=run_dir / TRANSCRIPT_FILE)
+            if resumed:
+                ctx.restore(snapshot.values.get("ledger", {}))
+                if request.cassette is not None:
+                    request.cassette.seek(ctx.ledger()["model_calls"])
+            else:
+                graph_input = initial_state(charter, known_facts, known_sources, log_seq=log.seq)
+            pause = [ROUND_END] if stop_after_round is not None else None
+            while True:
+                for update in graph.stream(graph_input, config=config, context=ctx, durability="sync",
+                                           stream_mode="updates", interrupt_after=pause):
+                    if isinstance(update, dict) and update.get(ROUND_END):
+                        values = graph.get_state(config).values
+                        record.round = int(values["round"]) - (0 if values.get("done") else 1)
+                        runs.save(run_dir, record)
+                snapshot = graph.get_state(config)
+                if not snapshot.next or stop_after_round is None or record.round >= stop_after_round:
+                    break
+                graph_input = None  # a round ended before the one to pause after: go on
+            state: AgentState = snapshot.values  # type: ignore[assignment]
+            if snapshot.next:  # paused on purpose; the checkpoint holds everything
+                log.event("run_paused", round=record.round, next=list(snapshot.next))
+                runs.update(run_dir, record, status="paused")
+                return RunResult(run_dir, None, state, pool.labels, log.events, status="paused")
+            result = _finish(run_dir, record, state, ctx, memory, namespace, log, pool, request, settings, recorder)
+            runs.update(run_dir, record, status="done", round=int(state.get("round", record.round)))
+            return result
+        except KeyboardInterrupt:
+            if log is not None:
+                log.event("interrupted", round=record.round, resume=runs.resume_command(run_dir))
+            runs.update(run_dir, record, status="interrupted", error="interrupted (Ctrl-C or SIGTERM)")
+            raise
+        except BaseException as exc:
+            if log is not None:
+                log.event("error", kind=type(exc).__name__, message=str(exc)[:1000],
+                          traceback=traceback.format_exc(limit=12)[-4000:])
+            runs.update(run_dir, record, status="failed", error=redact_text(f"{type(exc).__name__}: {exc}")[:1000])
+            raise
+        finally:
+            if log is not None:
+                log.close()
+            if memory is not None:
+                memory.close()
+            if index is not None:
+                index.close()
 
-            handles = {role: RecordedHandle(label=h.label, tool_mode=h.tool_mode, structured_mode=h.structured_mode,
-                                            context_window=h.context_window) for role, h in pool.handles.items()}
-            write_scenario(request.record, request, settings, charter, recorder, report.markdown,
-                           label=" / ".join(sorted(pool.labels)), handles=handles)
-        return RunResult(run_dir, report.markdown, state, pool.labels, log.events)
-    except BaseException as exc:
-        log.event("error", kind=type(exc).__name__, message=str(exc)[:1000],
-                  traceback=traceback.format_exc(limit=12)[-4000:])
-        raise
-    finally:
-        log.close()
-        if memory is not None:
-            memory.close()
-        if index is not None:
-            index.close()
+
+def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunContext, memory: MemoryStore | None,
+            namespace: Namespace | None, log: RunLog, pool: ModelPool, request: ResearchRequest,
+            settings: Settings, recorder: Cassette | None) -> RunResult:
+    """After the graph: report files, memory gates, the scenario of a recording. Each
+    step gives the same result if it runs again (a resume after a crash in here)."""
+    report = state.get("report")
+    if report is None:
+        raise BriefroomError("the run ended without a report (see run.jsonl)")
+    _write_atomic(run_dir / "report.md", redact_text(report.markdown))
+    all_sources = {sid: rec.model_dump(mode="json") for sid, rec in state.get("sources", {}).items()}
+    _write_atomic(run_dir / "sources.json", json.dumps({"cited": list(report.cited_sources), "sources": all_sources},
+                                                       indent=2, ensure_ascii=False) + "\n")
+    if memory is not None and namespace is not None:
+        started = time.perf_counter()
+        decisions = apply_gates(memory, namespace, run_dir.name, state, [t for _, t in ctx.transcript],
+                                record.used_skills, log)
+        log.event("memory_gates", seconds=round(time.perf_counter() - started, 4),
+                  written=sum(d["accepted"] for d in decisions), rejected=sum(not d["accepted"] for d in decisions))
+    log.event("run_end", accepted=report.accepted, repairs=len(report.repairs), rounds=state.get("round"),
+              cited=list(report.cited_sources))
+    if recorder is not None and request.record is not None:
+        from briefroom.scenario import RecordedHandle, write_scenario
+
+        handles = {role: RecordedHandle(label=h.label, tool_mode=h.tool_mode, structured_mode=h.structured_mode,
+                                        context_window=h.context_window) for role, h in pool.handles.items()}
+        write_scenario(request.record, request, settings, state["charter"], recorder, report.markdown,
+                       label=" / ".join(sorted(pool.labels)), handles=handles)
+    return RunResult(run_dir, report.markdown, state, pool.labels, log.events)
+
+
+@contextlib.contextmanager
+def _exclusive(run_dir: Path):
+    """One process per run directory: a second `resume` of a run still going fails at
+    once instead of writing into the same log and checkpoint."""
+    import fcntl
+
+    with open(run_dir / "run.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"{run_dir} is in use by another briefroom process") from None
+        yield
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+MEMORY_ITEMS_FILE = "memory.json"
+
+
+def _save_memory_items(run_dir: Path, items: list[Item]) -> None:
+    """What the Planner was given from memory at the start: a resumed run reads it from
+    here, not from the store (which may have changed), so its prompts are the same."""
+    _write_atomic(run_dir / MEMORY_ITEMS_FILE, json.dumps([{**asdict(i), "priority": i.priority.value} for i in items],
+                                                          ensure_ascii=False, indent=1) + "\n")
+
+
+def _load_memory_items(run_dir: Path) -> list[Item]:
+    path = run_dir / MEMORY_ITEMS_FILE
+    if not path.is_file():
+        return []
+    return [Item(**{**raw, "priority": Priority(raw["priority"])}) for raw in json.loads(path.read_text("utf-8"))]

@@ -3,6 +3,11 @@
 The run log is the audit trail: every model call with the exact messages sent and the
 tokens per prompt section, every bus message, tool call and result, round ends and
 errors. Writes are line-buffered and flushed, so a crash loses at most one line.
+
+A resumed run reopens its log at the line count its last checkpoint recorded
+(`RunLog.reopen`): what an interrupted step had logged moves to
+`run.interrupted.jsonl` (kept for the audit, not lost), and the step logs again as it
+runs again, so the main log has no event twice.
 """
 
 from __future__ import annotations
@@ -27,14 +32,52 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
+INTERRUPTED_FILE = "run.interrupted.jsonl"
+
+
 class RunLog:
-    def __init__(self, path: Path | None, on_event: Callable[[dict[str, Any]], None] | None = None):
+    def __init__(self, path: Path | None, on_event: Callable[[dict[str, Any]], None] | None = None,
+                 *, seq: int = 0, elapsed: float = 0.0):
         self.path = path
         self._fh = open(path, "a", encoding="utf-8") if path else None
-        self._start = time.monotonic()
-        self._seq = 0
+        self._start = time.monotonic() - elapsed  # a resumed run's clock goes on where it stopped
+        self._seq = seq
         self.on_event = on_event
         self.events: list[dict[str, Any]] = []  # kept in memory for summaries and tests
+
+    @classmethod
+    def reopen(cls, path: Path, keep: int, on_event: Callable[[dict[str, Any]], None] | None = None
+               ) -> tuple["RunLog", list[dict[str, Any]]]:
+        """The log of a run continuing from a checkpoint that had written `keep` lines;
+        returns it and the events after those, which were moved aside."""
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True) if path.is_file() else []
+        kept, extra = lines[:keep], lines[keep:]
+        if extra:
+            with open(path.with_name(INTERRUPTED_FILE), "a", encoding="utf-8") as fh:
+                fh.writelines(line if line.endswith("\n") else line + "\n" for line in extra)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(kept), encoding="utf-8")
+        tmp.replace(path)
+        last: dict[str, Any] = {}
+        for line in reversed(kept):
+            try:
+                last = json.loads(line)
+                break
+            except json.JSONDecodeError:
+                continue
+        log = cls(path, on_event, seq=int(last.get("seq", len(kept))), elapsed=float(last.get("elapsed_s", 0.0)))
+        moved = []
+        for line in extra:
+            try:
+                moved.append(json.loads(line))
+            except json.JSONDecodeError:  # the line a kill cut short
+                moved.append({"event": "partial_line"})
+        return log, moved
+
+    @property
+    def seq(self) -> int:
+        """How many events this run has logged (the line count of run.jsonl)."""
+        return self._seq
 
     def event(self, event: str, **fields: Any) -> dict[str, Any]:
         self._seq += 1

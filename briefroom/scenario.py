@@ -48,6 +48,8 @@ class Scenario(BaseModel):
     recorded_with: str | None = None
     handles: dict[str, RecordedHandle] = Field(default_factory=dict,
                                                description="per role, the model settings that shaped its prompts")
+    roles_dirs: list[str] = Field(default_factory=list,
+                                  description="plugin roles the recording ran with, copied under roles/")
 
     @classmethod
     def load(cls, directory: Path) -> "Scenario":
@@ -69,26 +71,38 @@ class Scenario(BaseModel):
     def corpus_dir(self, directory: Path) -> Path:
         return directory / self.corpus
 
+    def role_dirs(self, directory: Path) -> list[Path]:
+        return [directory / d for d in self.roles_dirs]
+
 
 def write_scenario(directory: Path, request, settings: Settings, charter: Charter, cassette: Cassette,
                    report: str, label: str, handles: dict[str, RecordedHandle]) -> None:
     """Save a live run as a scenario (corpus copied, cassette and report written)."""
     directory.mkdir(parents=True, exist_ok=True)
-    corpus_target = directory / "corpus"
     sources = [Path(p).resolve() for p in request.corpus]
-    if not (len(sources) == 1 and sources[0] == corpus_target.resolve()):
-        if len(sources) != 1:
-            raise ConfigError("--record supports exactly one --corpus folder")
+    if len(sources) != 1:
+        raise ConfigError("--record supports exactly one --corpus folder")
+    # The copy keeps the folder's name: document paths (folder/file) are part of prompts.
+    corpus_target = directory / sources[0].name
+    if sources[0] != corpus_target.resolve():
         if corpus_target.exists():
             shutil.rmtree(corpus_target)
         shutil.copytree(sources[0], corpus_target)
+    roles_dirs = []
+    for n, folder in enumerate(Path(p).resolve() for p in request.roles_dirs):
+        target = directory / "roles" / f"{n}-{folder.name}"
+        if folder != target.resolve():
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(folder, target, ignore=shutil.ignore_patterns("__pycache__"))
+        roles_dirs.append(str(target.relative_to(directory)))
     name = directory.name
     existing = Scenario.load(directory) if (directory / SCENARIO_FILE).exists() else None
-    scenario = Scenario(name=name, question=charter.goal, rounds=charter.max_rounds,
+    scenario = Scenario(name=name, question=charter.goal, corpus=corpus_target.name, rounds=charter.max_rounds,
                         max_revisions=charter.max_revisions, constraints=list(charter.constraints),
                         acceptance_criteria=list(request.acceptance_criteria),
                         expected_facts=existing.expected_facts if existing else [], recorded_with=label,
-                        handles=handles)
+                        handles=handles, roles_dirs=roles_dirs)
     (directory / SCENARIO_FILE).write_text(yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False,
                                                           allow_unicode=True, width=100), encoding="utf-8")
     cassette.save(directory)

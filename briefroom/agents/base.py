@@ -318,7 +318,7 @@ class Turn:
                 env = envelope(outcome, self.ctx.counter, store=self.ctx.artifacts)
                 for done in outcome.outcomes():
                     if done.result is not None:
-                        self.ctx.transcript.append((self._clock(), done.result.model_dump_json()))
+                        self.ctx.add_tool_output(self._clock(), done.result.model_dump_json())
                 self.ctx.log.event("tool_result", agent=self.role.name, round=self.round, tool=outcome.tool,
                                    call_id=call["id"], ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
                                    artifact=env.artifact, attempts=outcome.attempts,

@@ -6,12 +6,15 @@ tools, the index, the bus, the token counter, the run log, progress reporting.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.bus import Bus
+from briefroom.protocol.redaction import redact_text
 from briefroom.runlog import RunLog
 
 if TYPE_CHECKING:
@@ -40,6 +43,9 @@ class RunContext:
     # Raw tool outputs with the time they arrived (message timestamp scale), for the
     # naive baseline only: it interleaves them with the messages, as a chat log would.
     transcript: list[tuple[float, str]] = field(default_factory=list)
+    # ... also appended to this file (JSON lines), so a resumed run has them too; the
+    # memory gates judge them at the end (and reject them: raw output never persists).
+    transcript_path: Path | None = None
     max_tokens: int | None = None  # run-level budget (prompt + completion tokens)
     # Recalled at task start for roles that read memory (untrusted data with provenance).
     memory_items: list["Item"] = field(default_factory=list)
@@ -47,3 +53,27 @@ class RunContext:
     shares: dict[str, float] = field(default_factory=dict)  # overrides of the builder's section shares
     floors: dict[str, int] = field(default_factory=dict)
     tokens_used: int = 0
+
+    def add_tool_output(self, at: float, raw: str) -> None:
+        raw = redact_text(raw)  # it goes to disk, and into the naive baseline's prompts
+        self.transcript.append((at, raw))
+        if self.transcript_path is not None:
+            with open(self.transcript_path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps([at, raw], ensure_ascii=False) + "\n")
+
+    def ledger(self) -> dict:
+        """Saved with each checkpoint (state key `ledger`), restored by `restore`."""
+        return {"log_seq": self.log.seq, "tokens_used": self.tokens_used, "transcript": len(self.transcript),
+                "model_calls": {role: h.calls for role, h in self.models.handles.items() if h.calls}}
+
+    def restore(self, ledger: dict) -> None:
+        """Continue from a checkpoint's ledger: what the interrupted step had added to the
+        transcript file is cut off, as its log lines are."""
+        self.tokens_used = int(ledger.get("tokens_used", 0))
+        if self.transcript_path is not None and self.transcript_path.is_file():
+            lines = self.transcript_path.read_text(encoding="utf-8").splitlines()[:int(ledger.get("transcript", 0))]
+            self.transcript = [(float(at), str(raw)) for at, raw in map(json.loads, lines)]
+            self.transcript_path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        calls = ledger.get("model_calls", {})
+        for role, handle in self.models.handles.items():
+            handle.calls = int(calls.get(role, 0))

@@ -62,16 +62,28 @@ def round_end(state: AgentState, runtime: Runtime[RunContext], roles: list[Role]
     return update
 
 
+def with_ledger(node):
+    """Every node's update carries the run's ledger, so the checkpoint written after the
+    node says how far the run log, the token count and each role's replies had got."""
+    def wrapped(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        update = node(state, runtime)
+        update["ledger"] = runtime.context.ledger()
+        return update
+
+    wrapped.__name__ = node.__name__
+    return wrapped
+
+
 def build_graph(roles: list[Role], bus: Bus, checkpointer: Any = None):
     graph = StateGraph(AgentState, context_schema=RunContext)
     names = [r.name for r in roles]
     for role in roles:
-        graph.add_node(role.name, make_node(role))
+        graph.add_node(role.name, with_ledger(make_node(role)))
 
     def end_of_round(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return round_end(state, runtime, roles, bus)
 
-    graph.add_node(ROUND_END, end_of_round)
+    graph.add_node(ROUND_END, with_ledger(end_of_round))
 
     def route(state: AgentState) -> str:
         return next_speaker(state, roles, bus)

@@ -19,6 +19,7 @@ from typing import Any
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from briefroom.graph import faults
 from briefroom.graph.state import (
     Charter,
     Fact,
@@ -65,8 +66,20 @@ def serializer() -> RedactingSerializer:
     return RedactingSerializer(JsonPlusSerializer(allowed_msgpack_modules=list(STATE_TYPES)))
 
 
+class RunSaver(SqliteSaver):
+    """The SQLite saver with the kill test's crash point after each checkpoint write."""
+
+    def put(self, config, checkpoint, metadata, new_versions):  # type: ignore[no-untyped-def]
+        saved = super().put(config, checkpoint, metadata, new_versions)
+        faults.reached("checkpoint")
+        return saved
+
+
 def open_checkpointer(path: Path) -> SqliteSaver:
-    """A SqliteSaver on `path`; the caller closes `saver.conn` when the run ends."""
+    """A SqliteSaver on `path`; the caller closes `saver.conn` when the run ends.
+    synchronous=FULL: a checkpoint reported written survives a crash of the machine,
+    not only of the process (the run is invoked with durability="sync")."""
     conn = sqlite3.connect(str(path), check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
-    return SqliteSaver(conn, serde=serializer())
+    conn.execute("PRAGMA synchronous=FULL")
+    return RunSaver(conn, serde=serializer())

@@ -175,3 +175,7 @@ class AgentState(TypedDict, total=False):
     finishing: bool
     """Set when the run has used 85% of --max-tokens: only the Writer (and the Critic's
     deterministic report check) still act, then the run ends."""
+
+    ledger: dict
+    """What the run did outside the state, as of this checkpoint: run-log lines written,
+    tokens used, model replies per role. A resumed run starts from these numbers."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from briefroom.corpus.embeddings import Embedder
+from briefroom.graph import faults
 from briefroom.memory.namespace import Namespace, Scope
 from briefroom.memory.zones import FactRow, Recalled
 from briefroom.protocol.redaction import redact_text
@@ -146,6 +147,7 @@ class MemoryStore:
                 yield self
                 for name, (ids, vectors, metas) in self._pending.items():
                     self._collections[name].upsert(ids=ids, embeddings=vectors, metadatas=metas)
+                faults.reached("memory_commit")
                 self._db.commit()
             except BaseException:
                 self._db.rollback()

@@ -2,7 +2,8 @@
 
 Every model call is keyed by role and its sequence number within that role. On replay
 the prompt about to be sent must equal the recorded one; the first one that differs
-stops the replay with a unified diff, because everything after it is meaningless.
+stops the replay with a unified diff of each prompt section that differs, because
+everything after it is meaningless.
 """
 
 from __future__ import annotations
@@ -44,14 +45,40 @@ def prompt_hash(messages: list[dict[str, Any]]) -> str:
     return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def render_prompt(messages: list[dict[str, Any]]) -> list[str]:
-    lines = []
-    for m in messages:
-        lines.append(f"=== {m['type']} ===")
-        lines.extend(str(m["content"]).splitlines())
+def prompt_sections(messages: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """A prompt cut into its sections: `<message n> (<type>) / <## title>` -> lines.
+    Tool calls and results are sections of their own message."""
+    out: dict[str, list[str]] = {}
+    for n, m in enumerate(messages, start=1):
+        where = f"message {n} ({m['type']})"
+        title = "(start)"
+        for line in str(m["content"]).splitlines():
+            if line.startswith("## "):
+                title = line[3:].strip()
+            out.setdefault(f"{where} / {title}", []).append(line)
         for tc in m.get("tool_calls", []):
-            lines.append(f"[tool_call {tc['name']} {json.dumps(tc['args'], sort_keys=True)}]")
-    return lines
+            out.setdefault(f"{where} / tool calls", []).append(
+                f"[tool_call {tc['name']} {json.dumps(tc['args'], sort_keys=True)}]")
+        if not str(m["content"]) and not m.get("tool_calls"):
+            out.setdefault(f"{where} / (start)", [])
+    return out
+
+
+def section_diff(recorded: list[dict[str, Any]], replayed: list[dict[str, Any]], label: str) -> str:
+    """A unified diff per prompt section that differs (sections only one side has count
+    as empty on the other), so a divergence points at the part of the prompt that moved."""
+    old, new = prompt_sections(recorded), prompt_sections(replayed)
+    names = list(dict.fromkeys([*old, *new]))
+    parts = []
+    for name in names:
+        if old.get(name) == new.get(name):
+            continue
+        parts.append("\n".join(difflib.unified_diff(old.get(name, []), new.get(name, []),
+                                                     fromfile=f"recorded {label}: {name}",
+                                                     tofile=f"replayed {label}: {name}", lineterm="", n=2)))
+    same = sum(1 for name in names if old.get(name) == new.get(name))
+    head = f"{len(parts)} of {len(names)} prompt section(s) differ ({same} identical):"
+    return "\n".join([head, *parts])
 
 
 class Cassette:
@@ -95,9 +122,7 @@ class Cassette:
                                    f"{len(recorded)} for it")
         entry = recorded[seq]
         if entry["prompt_sha"] != prompt_hash(messages):
-            diff = "\n".join(difflib.unified_diff(render_prompt(entry["messages"]), render_prompt(messages),
-                                                  fromfile=f"recorded {role} call #{seq + 1}",
-                                                  tofile=f"replayed {role} call #{seq + 1}", lineterm="", n=2))
+            diff = section_diff(entry["messages"], messages, f"{role} call #{seq + 1}")
             raise ReplayDivergence(f"replay diverged at {role} call #{seq + 1}: the prompt differs from the recording",
                                    diff)
         self._cursor[role] = seq + 1
@@ -105,6 +130,10 @@ class Cassette:
         return AIMessage(content=r.get("content", ""),
                          tool_calls=[{"name": t["name"], "args": t["args"], "id": t["id"], "type": "tool_call"}
                                      for t in r.get("tool_calls", [])])
+
+    def seek(self, calls: dict[str, int]) -> None:
+        """Continue a replay where a checkpoint left it: `calls` replies per role used."""
+        self._cursor = dict(calls)
 
     def unused(self) -> int:
         return len(self.entries) - sum(self._cursor.values())
