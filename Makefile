@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint record-scenarios clean
+.PHONY: install browser demo test test-fast lint record-scenarios clean
 
 install: $(STAMP)
 
@@ -21,7 +21,12 @@ demo: install
 		--corpus scenarios/cloud-market/corpus --rounds 2 --out runs/demo-$$(date +%Y%m%d-%H%M%S) \
 		--data-dir .briefroom-data
 
-test: install
+# Headless Chromium for the run page test (Debian's package; needs root and apt).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: install browser
 	$(BIN)/python -m pytest -q
 
 lint: install

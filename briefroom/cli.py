@@ -12,6 +12,14 @@ from typing import Annotated, Optional
 
 import click
 import typer
+
+try:  # typer 0.2x runs on its own copy of click: its exceptions are not click's
+    from typer._click.exceptions import ClickException as TyperClickException
+except ImportError:  # older typer uses click itself
+    TyperClickException = click.ClickException
+EXIT = (click.exceptions.Exit, typer.Exit)
+USAGE = (click.ClickException, TyperClickException)
+ABORT = (click.exceptions.Abort, typer.Abort)
 from rich.console import Console
 from rich.markup import escape
 
@@ -55,11 +63,15 @@ def _progress(quiet: bool, as_json: bool = False):
 def _run_failed(exc: Exception) -> typer.Exit:
     """A run that stopped on an error: the error, and how to go on once it is fixed."""
     from briefroom import runs
+    from briefroom.errors import ConfigError
 
-    if _current_run is not None and (_current_run / runs.RECORD_FILE).is_file():
-        err.print(f"[dim]the run is checkpointed; after fixing the cause: {runs.resume_command(_current_run)}[/]",
-                  markup=True)
-    return _fail(str(exc))
+    message = _fail(str(exc))
+    # a bad input is fixed by running again; anything else (an endpoint, the budget) by resuming
+    if not isinstance(exc, ConfigError) and _current_run is not None and \
+            (_current_run / runs.RECORD_FILE).is_file():
+        err.print(f"the run is checkpointed; after fixing the cause: {runs.resume_command(_current_run)}",
+                  markup=False)
+    return message
 
 
 def _print_result(result, as_json: bool) -> None:
@@ -257,8 +269,10 @@ def inspect(
     html_file: Annotated[Optional[Path], typer.Option("--html", help="write a self-contained HTML page here")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the rows as JSON")] = False,
 ) -> None:
-    """Show every model call of a run: agent, round, tokens by section, budget use, what was cut."""
+    """Show every model call of a run: agent, round, tokens by section, budget use, what was cut.
+    --html writes the full run page: timeline, message flow, prompts, tools, memory, report."""
     from briefroom import inspect as look
+    from briefroom.runpage import render_page
 
     try:
         events = look.load_events(run_dir)
@@ -268,7 +282,7 @@ def inspect(
     table = look.rows(calls)
     if html_file is not None:
         try:
-            html_file.write_text(look.render_html(run_dir, events), encoding="utf-8")
+            html_file.write_text(render_page(run_dir, events), encoding="utf-8")
         except OSError as exc:
             raise _fail(f"cannot write {html_file}: {exc.strerror}") from None
         err.print(f"wrote {html_file}")
@@ -517,15 +531,19 @@ def main() -> None:
     # SIGTERM ends the run like Ctrl-C does, so context managers stop the model server.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
+        # Not standalone, click returns a command's exit code instead of exiting
+        # (typer turns Ctrl-C into 130): pass it on, or every error would exit 0.
         code = app(standalone_mode=False)
-        if code == 130:  # typer turns Ctrl-C into this return value when not standalone
+        if code == 130:
             raise KeyboardInterrupt
-    except click.exceptions.Exit as exc:
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except EXIT as exc:
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:  # bad flags, missing arguments: click's own message
+    except USAGE as exc:  # bad flags, missing arguments: click's own message
         exc.show()
         sys.exit(exc.exit_code)
-    except (KeyboardInterrupt, click.exceptions.Abort):
+    except (KeyboardInterrupt, *ABORT):
         from briefroom import runs
 
         if _current_run is not None and (_current_run / runs.RECORD_FILE).is_file():

@@ -1,8 +1,8 @@
 """Look into a run: what every model call was shown, section by section.
 
-`briefroom inspect RUN_DIR` prints one row per model call; `--html FILE` writes one
-self-contained page (inline SVG and CSS, no scripts, no CDN) with a stacked chart of
-prompt tokens per call by section, per-agent totals, and every compress/drop decision.
+`briefroom inspect RUN_DIR` prints one row per model call (this module: the rows, the
+per-agent totals, the stacked chart); `--html FILE` writes the whole run page
+(`runpage.py`).
 """
 
 from __future__ import annotations
@@ -95,46 +95,3 @@ def _bar_chart(table: list[dict[str, Any]], names: list[str]) -> str:
                      f'{r["n"]}</text>')
     parts.append(f'<text x="{left}" y="{height - 5}" font-size="11">model call #</text></svg>')
     return "".join(parts)
-
-
-def render_html(run_dir: Path, events: list[dict[str, Any]]) -> str:
-    calls = calls_of(events)
-    table = rows(calls)
-    names = sections_present(calls)
-    charter_path = run_dir / "charter.json"
-    goal = json.loads(charter_path.read_text())["goal"] if charter_path.is_file() else run_dir.name
-    legend = "".join(f'<span class="key"><i style="background:{COLORS.get(s, "#999")}"></i>{s}</span>' for s in names)
-    head = "".join(f"<th>{s}</th>" for s in names)
-    body = []
-    for r in table:
-        cells = "".join(f"<td>{r['sections'].get(s, 0)}</td>" for s in names)
-        changes = "".join(f"<li>{html.escape(c['action'])} <code>{html.escape(c['section'])}/{html.escape(c['key'])}"
-                          f"</code>: {html.escape(c['reason'])}</li>" for c in r["changes"])
-        detail = f"<details><summary>{r['compressed']} compressed, {r['dropped']} dropped</summary><ul>{changes}</ul>" \
-                 f"</details>" if changes else "—"
-        body.append(f"<tr><td>{r['n']}</td><td>{html.escape(str(r['agent']))}</td><td>{r['round']}</td>"
-                    f"<td>{html.escape(r['purpose'])}</td>{cells}<td>{r['prompt_tokens']}</td>"
-                    f"<td>{r['use_pct']}%</td><td>{detail}</td></tr>")
-    totals = "".join(f"<tr><td>{html.escape(a)}</td><td>{t['calls']}</td><td>{t['prompt_tokens']}</td>"
-                     f"<td>{t['completion_tokens']}</td></tr>" for a, t in sorted(agent_totals(calls).items()))
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>briefroom run: {html.escape(goal)}</title>
-<style>
-body {{ font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; margin: 1em 0; }} td, th {{ border: 1px solid #ddd; padding: 3px 6px; }}
-th {{ background: #f4f4f4; }} .key {{ margin-right: 1em; }} .key i {{ display: inline-block; width: 10px;
-height: 10px; margin-right: 4px; }} code {{ font-size: 12px; }}
-</style></head><body>
-<h1>{html.escape(goal)}</h1>
-<p>{len(calls)} model calls · strategy {html.escape(table[0]['strategy'] if table else '-')} ·
-{sum(r['prompt_tokens'] for r in table)} prompt tokens in all · run directory <code>{html.escape(str(run_dir))}</code></p>
-<h2>Prompt tokens per call, by section</h2>
-<div>{legend}</div>
-{_bar_chart(table, names)}
-<h2>Per agent</h2>
-<table><tr><th>agent</th><th>calls</th><th>prompt tokens</th><th>completion tokens</th></tr>{totals}</table>
-<h2>Every call</h2>
-<table><tr><th>#</th><th>agent</th><th>round</th><th>purpose</th>{head}<th>total</th><th>budget</th>
-<th>compressed / dropped</th></tr>{''.join(body)}</table>
-</body></html>
-"""

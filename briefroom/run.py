@@ -124,6 +124,9 @@ def run_research(request: ResearchRequest, settings: Settings, progress: Progres
         raise ConfigError("the question is empty")
     if not request.corpus:
         raise ConfigError("no corpus: pass --corpus DIR (a folder of md, txt, html or pdf files)")
+    for folder in request.corpus:  # before a run directory exists for a run that cannot start
+        if not Path(folder).is_dir():
+            raise ConfigError(f"corpus folder not found: {folder}")
     run_dir = request.out or default_run_dir(request.question)
     if (run_dir / "report.md").exists() or (run_dir / "run.jsonl").exists() or (run_dir / runs.RECORD_FILE).exists():
         raise ConfigError(f"{run_dir} already holds a run; choose another --out (or: briefroom resume {run_dir})")

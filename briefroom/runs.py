@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from briefroom.config import Settings
 from briefroom.errors import ConfigError
+from briefroom.protocol.redaction import redact_data
 
 RECORD_FILE = "run.json"
 STATUSES = ("running", "paused", "interrupted", "failed", "done")
@@ -61,9 +62,12 @@ def settings_for_record(settings: Settings) -> dict[str, Any]:
 
 
 def save(run_dir: Path, record: RunRecord) -> None:
+    """Atomically; through redaction, like everything the run writes (a question, a
+    constraint or an endpoint URL may carry a secret)."""
     record.updated = _now()
     tmp = run_dir / (RECORD_FILE + ".tmp")
-    tmp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(redact_data(record.model_dump(mode="json")), indent=2, ensure_ascii=False) + "\n",
+                   encoding="utf-8")
     os.replace(tmp, run_dir / RECORD_FILE)
 
 

@@ -322,6 +322,7 @@ class Turn:
                 self.ctx.log.event("tool_result", agent=self.role.name, round=self.round, tool=outcome.tool,
                                    call_id=call["id"], ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
                                    artifact=env.artifact, attempts=outcome.attempts,
+                                   redactions=outcome.redaction_counts(),
                                    fallback=outcome.fallback.tool if outcome.fallback else None,
                                    fallback_ok=outcome.fallback.ok if outcome.fallback else None,
                                    error=outcome.error)

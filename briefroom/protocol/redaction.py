@@ -169,14 +169,19 @@ def assert_no_secrets(text: str, where: str) -> None:
         raise FatalBreaker(f"a secret ({labels}) was about to enter {where}; the call was not made")
 
 
-def redact_data(value: object) -> object:
-    """Redact every string inside nested dicts and lists (run log records, tool results)."""
+def redact_data(value: object, found: dict[str, int] | None = None) -> object:
+    """Redact every string inside nested dicts and lists (run log records, tool results);
+    `found`, if given, counts what was redacted by label."""
     if isinstance(value, str):
-        return redact_text(value)
+        text, findings = redact(value)
+        if found is not None:
+            for f in findings:
+                found[f.label] = found.get(f.label, 0) + 1
+        return text
     if isinstance(value, dict):
-        return {k: redact_data(v) for k, v in value.items()}
+        return {k: redact_data(v, found) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact_data(v) for v in value]
+        return [redact_data(v, found) for v in value]
     return value
 
 

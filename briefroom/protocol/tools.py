@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
@@ -108,10 +108,19 @@ class ToolOutcome:
     error: dict | None
     attempts: int = 1
     fallback: "ToolOutcome | None" = None  # what the configured fallback tool returned
+    redactions: dict = field(default_factory=dict)  # label -> how many secrets were taken out of the result
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    def redaction_counts(self) -> dict[str, int]:
+        """Secrets taken out of this result and its fallback's, by label."""
+        counts: dict[str, int] = {}
+        for outcome in self.outcomes():
+            for label, n in outcome.redactions.items():
+                counts[label] = counts.get(label, 0) + n
+        return counts
 
     def outcomes(self) -> list["ToolOutcome"]:
         """This outcome and its fallback's, for code that collects results."""
@@ -177,8 +186,10 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str, *, tools: Mapping[s
     while True:
         attempt += 1
         try:
-            result = _attempt(tool, args)
-            return ToolOutcome(call_id, tool.name, args.model_dump(), result, None, attempts=attempt)
+            redactions: dict[str, int] = {}
+            result = _attempt(tool, args, redactions)
+            return ToolOutcome(call_id, tool.name, args.model_dump(), result, None, attempts=attempt,
+                               redactions=redactions)
         except EngineeringFailure as exc:
             if exc.transient and attempt <= tool.retries:
                 sleep(tool.backoff_s * 2 ** (attempt - 1))
@@ -194,7 +205,7 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str, *, tools: Mapping[s
     return ToolOutcome(call_id, tool.name, args.model_dump(), None, payload, attempts=attempt, fallback=fallback)
 
 
-def _attempt(tool: Tool, args: BaseModel) -> BaseModel:
+def _attempt(tool: Tool, args: BaseModel, redactions: dict[str, int]) -> BaseModel:
     """One try; every failure comes out as an EngineeringFailure saying whether to retry."""
     try:
         raw = _with_timeout(tool, args)
@@ -202,7 +213,7 @@ def _attempt(tool: Tool, args: BaseModel) -> BaseModel:
             raise EngineeringFailure(f"{tool.name} returned {type(raw).__name__}, not {tool.result_model.__name__}",
                                      tool=tool.name)
         # Redacted before validation and before anything downstream (envelope, state, log) sees it.
-        return tool.result_model.model_validate(redact_data(raw.model_dump()))
+        return tool.result_model.model_validate(redact_data(raw.model_dump(), redactions))
     except ValidationError as exc:
         raise EngineeringFailure(f"{tool.name} returned a result that does not match its schema: {_short(exc)}",
                                  tool=tool.name) from None

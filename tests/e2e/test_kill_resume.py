@@ -116,3 +116,27 @@ def test_a_run_killed_inside_its_memory_writes_or_after_its_graph_writes_memory_
         clean_writes = [e for e in map(json.loads, (tmp_path / "clean" / "run.jsonl").read_text().splitlines())
                         if e["event"] == "memory_write"]
         assert [(w["kind"], w["action"]) for w in writes] == [(w["kind"], w["action"]) for w in clean_writes]
+
+
+def test_a_dead_endpoint_stops_the_run_with_one_line_and_resume_finishes_it(tmp_path, data_dir):
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on: connection refused
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    run = tmp_path / "run"
+    failed = briefroom("research", QUESTION, "--corpus", str(SCENARIO / "corpus"), "--model", "test",
+                       "--role-model", "writer=some-model", "--base-url", dead, "--out", str(run),
+                       "--data-dir", str(data_dir), "-q")
+    assert failed.returncode == 1
+    errors = [line for line in failed.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "writer" in errors[0] and "failed" in errors[0], failed.stderr
+    assert f"briefroom resume {run}" in failed.stderr
+    before = story(run)
+    assert ("llm_call", "critic", 1, None, before[-1][4]) in before or any(e[0] == "llm_call" for e in before)
+
+    resumed = briefroom("resume", str(run), "--role-model", "writer=test", "-q")
+    assert resumed.returncode == 0, resumed.stderr[-800:]
+    after = story(run)
+    assert after[:len(before) - 1] == before[:-1]  # all that was done is kept (the error line is replaced)
+    assert after[-1][0] == "run_end" and (run / "report.md").is_file()

@@ -118,3 +118,22 @@ def test_section_shares_and_floors_are_checked(small_corpus, data_dir):
                                      "--data-dir", str(data_dir), "-q"])
         assert result.exit_code == 1, (flag, value)
         assert message in result.output and "Traceback" not in result.output
+
+
+def test_the_installed_command_exits_non_zero_on_errors(tmp_path):
+    """Through `main()`, as a user runs it (CliRunner skips main's exit-code handling)."""
+    import subprocess
+    import sys
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "briefroom.cli", *args], capture_output=True, text=True,
+                              timeout=120)
+
+    bad_input = run("inspect", str(tmp_path / "missing"))
+    assert bad_input.returncode == 1 and bad_input.stderr.strip() == f"error: run directory not found: " \
+                                                                      f"{tmp_path / 'missing'}"
+    usage = run("research")
+    assert usage.returncode == 2 and "Missing argument" in usage.stderr
+    assert run("research", "q", "--corpus", str(tmp_path / "none"), "--model", "test",
+               "--out", str(tmp_path / "run")).returncode == 1
+    assert not list(tmp_path.iterdir())  # a run that cannot start leaves no run directory
