@@ -236,12 +236,12 @@ def _tools(events: list[dict[str, Any]]) -> str:
         out.append(f"<tr><td>{E(str(e.get('agent')))}</td><td>{e.get('round')}</td><td>{E(str(e.get('tool')))}</td>"
                    f"<td><code>{E(json.dumps(call.get('args', {}), ensure_ascii=False)[:300])}</code></td>"
                    f"<td>{'ok' if e.get('ok') else E(str(e.get('error') or 'error'))}</td><td>{e.get('bytes')}</td>"
-                   f"<td>{'yes' if e.get('trimmed') else 'no'}</td><td><code>{E(str(e.get('artifact') or '-'))}"
+                   f"<td>{e.get('shown_bytes', '-')}{' (trimmed)' if e.get('trimmed') else ''}</td><td><code>{E(str(e.get('artifact') or '-'))}"
                    f"</code></td><td>{e.get('attempts', 1)}</td><td>{E(fallback)}</td><td>{E(redactions)}</td></tr>")
     if not out:
         return "<p>no tool calls</p>"
     return ("<table><tr><th>agent</th><th>round</th><th>tool</th><th>arguments</th><th>result</th><th>bytes</th>"
-            "<th>trimmed</th><th>artifact</th><th>attempts</th><th>fallback</th><th>redactions</th></tr>"
+            "<th>bytes the model saw</th><th>artifact</th><th>attempts</th><th>fallback</th><th>redactions</th></tr>"
             + "".join(out) + "</table>")
 
 

@@ -321,6 +321,7 @@ class Turn:
                         self.ctx.add_tool_output(self._clock(), done.result.model_dump_json())
                 self.ctx.log.event("tool_result", agent=self.role.name, round=self.round, tool=outcome.tool,
                                    call_id=call["id"], ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
+                                   shown_bytes=len(env.text.encode()),
                                    artifact=env.artifact, attempts=outcome.attempts,
                                    redactions=outcome.redaction_counts(),
                                    fallback=outcome.fallback.tool if outcome.fallback else None,
