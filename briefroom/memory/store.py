@@ -31,7 +31,7 @@ from briefroom.protocol.summarizer import content_words, numbers_in
 
 DEFAULT_THRESHOLD = 0.75  # cosine similarity a memory needs to be recalled
 FACT_THRESHOLD = 0.5  # share of a query's words and numbers a fact must hold to be recalled
-FACT_CANDIDATES = 2000  # facts a read considers at most (drawn from its rarest terms' postings)
+FACT_CANDIDATES = 2000  # postings a read counts per term; a term in more facts is checked on the best only
 HALF_LIFE_DAYS = 30.0  # recency: a memory's weight halves every month
 SKILL_RETIRE_AFTER = 3  # failures (more than successes) before a skill is retired
 
@@ -262,9 +262,10 @@ class MemoryStore:
         terms. Exact facts are found by their words and numbers through an inverted index
         in SQLite, not by a vector: writing one costs no embedding.
 
-        A fact holding `need` of the query's n terms holds at least one of its n - need + 1
-        rarest, so only those terms' postings are read (at most FACT_CANDIDATES facts):
-        a word that stands in every fact of a large table costs nothing to ignore."""
+        Postings are read only for the query's terms that stand in at most FACT_CANDIDATES
+        facts (the rarest one at least), and counted here; a word that stands in most facts
+        of a large table costs no scan, and is still counted when the few best candidates
+        are checked against their text."""
         wanted = sorted(terms(query))
         if not wanted:
             return []
@@ -276,16 +277,14 @@ class MemoryStore:
             present = sorted((t for t in wanted if counts.get(t)), key=lambda t: counts[t])
             if len(present) < need:
                 return []
-            rare = present[:len(present) - need + 1]
-            candidates = [r[0] for r in self._db.execute(
-                f"SELECT DISTINCT fact_id FROM fact_terms WHERE user = ? AND term IN ({','.join('?' * len(rare))}) "
-                f"LIMIT {FACT_CANDIDATES}", [ns.user, *rare])]
-            if not candidates:
-                return []
-            ids = [r[0] for r in self._db.execute(
-                f"SELECT fact_id FROM fact_terms WHERE user = ? AND term IN ({','.join('?' * len(present))}) AND "
-                f"fact_id IN ({','.join('?' * len(candidates))}) GROUP BY fact_id HAVING COUNT(*) >= ? "
-                f"ORDER BY COUNT(*) DESC LIMIT ?", [ns.user, *present, *candidates, need, 8 * k])]
+            cheap = [t for t in present if counts[t] <= FACT_CANDIDATES] or present[:1]
+            hits: dict[str, int] = {}
+            for term in cheap:
+                for (fact_id,) in self._db.execute("SELECT fact_id FROM fact_terms WHERE user = ? AND term = ? "
+                                                   "LIMIT ?", (ns.user, term, FACT_CANDIDATES)):
+                    hits[fact_id] = hits.get(fact_id, 0) + 1
+            floor = need - (len(present) - len(cheap))  # the common terms may make up the rest
+            ids = sorted((f for f, n in hits.items() if n >= floor), key=lambda f: -hits[f])[:8 * k]
             out = []
             for fact_id in ids:  # the user is filtered above; _row_for checks the whole namespace
                 row = self._row_for(fact_id, "fact", ns, scope)
