@@ -221,8 +221,9 @@ def runs_list(
     grid = Table("run", "status", "rounds", "updated", "question", box=None, pad_edge=False)
     for row in rows:
         rounds = f"{row['round']}/{row['max_rounds']}" if row["round"] is not None else "-"
-        grid.add_row(Path(row["run_dir"]).name, row["status"], rounds, row["updated"] or "-",
-                     (row["question"] or "(no run.json)")[:60])
+        updated = (row["updated"] or "-")[:16].replace("T", " ")  # to the minute, UTC
+        grid.add_row(Path(row["run_dir"]).name, row["status"], rounds, updated,
+                     (row["question"] or "(no run.json: an older run)")[:60])
     stdout.print(grid)
 
 
