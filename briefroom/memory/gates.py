@@ -117,52 +117,60 @@ def apply_gates(store: MemoryStore, ns: Namespace, run_id: str, state: AgentStat
                 used_skills: list[str], log: Any) -> list[dict]:
     """Judge every candidate, write what passes, log every decision; returns the decisions.
 
-    A run's writes land in one transaction, recorded under the run's key: a resumed run
-    whose gates already ran (or a second call) logs the same decisions and writes
-    nothing twice; one that crashed half-way wrote nothing and starts over."""
-    key = f"gates/{ns.user}/{ns.session}/{ns.task}/{run_id}"
-    done = store.applied(key)
-    if done is not None:
-        decisions = done
-    else:
-        with store.transaction():
-            decisions = _write(store, ns, run_id, state, transcript, used_skills)
-            store.mark_applied(key, decisions)
-    for decision in decisions:
-        log.event("memory_write", **decision)
-    return [d for d in decisions if d["kind"] != "skill_use"]
-
-
-def _write(store: MemoryStore, ns: Namespace, run_id: str, state: AgentState, transcript: list[str],
-           used_skills: list[str]) -> list[dict]:
-    decisions: list[dict[str, Any]] = []
+    A run's writes land in one transaction, recorded under the run's key with what they
+    did (ids and actions, never text: a rejected candidate must leave no bytes, and
+    `forget` must reach everything written). Judging is deterministic, so a resumed run
+    whose gates already ran judges again, writes nothing, and logs the same decisions;
+    one that crashed half-way wrote nothing and starts over."""
     subjects = _subjects(state)
-    report = state.get("report")
-    facts: list[tuple[dict[str, Any], FactRow]] = []  # written together
-    for candidate in candidates(state, transcript):
-        ok, reason = judge(candidate)
+    judged = [(candidate, *judge(candidate)) for candidate in candidates(state, transcript)]
+    key = f"gates/{ns.user}/{ns.session}/{ns.task}/{run_id}"
+    outcomes = store.applied(key)
+    if outcomes is None:
+        with store.transaction():
+            outcomes = _write(store, ns, run_id, state, judged, subjects, used_skills)
+            store.mark_applied(key, outcomes)
+    decisions: list[dict[str, Any]] = []
+    for i, (candidate, ok, reason) in enumerate(judged):
         decision: dict[str, Any] = {"kind": candidate.kind, "accepted": ok, "reason": reason,
-                                    "preview": candidate.text[:120]}
-        decisions.append(decision)
+                                    "preview": candidate.text[:120], "zone": None, "action": "rejected"}
+        decision.update(outcomes["written"].get(str(i), {}))
         if ok and candidate.kind == "fact":
-            facts.append((decision, fact_row(candidate.data["fact"], subjects, run_id)))
-        elif ok and candidate.kind == "task_memory":
+            decision["entity"] = fact_row(candidate.data["fact"], subjects, run_id).entity
+        decisions.append(decision)
+    uses = [{"kind": "skill_use", "zone": "skill", "accepted": True, **use,
+             "reason": "a skill recalled at the start is credited with this run's outcome"}
+            for use in outcomes["skill_uses"]]
+    for decision in [*decisions, *uses]:
+        log.event("memory_write", **decision)
+    return decisions
+
+
+def _write(store: MemoryStore, ns: Namespace, run_id: str, state: AgentState,
+           judged: list[tuple[Candidate, bool, str]], subjects: dict[str, str], used_skills: list[str]) -> dict:
+    """The writes of the accepted candidates: candidate index -> zone, id, action (and the
+    fact table's reason); skill reuses -> id, outcome."""
+    written: dict[str, dict[str, Any]] = {}
+    facts: list[tuple[int, FactRow]] = []  # written together
+    for i, (candidate, ok, _) in enumerate(judged):
+        if not ok:
+            continue
+        if candidate.kind == "fact":
+            facts.append((i, fact_row(candidate.data["fact"], subjects, run_id)))
+        elif candidate.kind == "task_memory":
             item_id = store.put_memory(ns, "task", candidate.text, {"run": run_id,
                                                                      "sources": candidate.data["sources"],
                                                                      "confirmed_by": ["critic"]},
                                        importance=0.5 if candidate.data["repairs"] else 0.8,
                                        key=state["charter"].goal)
-            decision.update(zone="vector", id=item_id, action="insert")
-        elif ok and candidate.kind == "skill":
+            written[str(i)] = {"zone": "vector", "id": item_id, "action": "insert"}
+        elif candidate.kind == "skill":
             item_id, action = store.put_skill(ns, "Research plan: " + candidate.data["when"][:80],
                                               candidate.data["when"], candidate.data["steps"], ["critic"])
-            decision.update(zone="skill", id=item_id, action=action)
-        else:
-            decision.update(zone=None, action="rejected")
-    for (decision, row), (item_id, action, why) in zip(facts, store.put_facts(ns, [r for _, r in facts])):
-        decision.update(zone="fact", id=item_id, action=action, reason=why, entity=row.entity)
-    for skill_id in used_skills:
-        outcome = store.record_use(skill_id, ns, success=bool(report and report.accepted))
-        decisions.append({"kind": "skill_use", "zone": "skill", "id": skill_id, "accepted": True, "action": outcome,
-                          "reason": "a skill recalled at the start is credited with this run's outcome"})
-    return decisions
+            written[str(i)] = {"zone": "skill", "id": item_id, "action": action}
+    for (i, _), (item_id, action, why) in zip(facts, store.put_facts(ns, [r for _, r in facts])):
+        written[str(i)] = {"zone": "fact", "id": item_id, "action": action, "reason": why}
+    report = state.get("report")
+    uses = [{"id": skill_id, "action": store.record_use(skill_id, ns, success=bool(report and report.accepted))}
+            for skill_id in used_skills]
+    return {"written": written, "skill_uses": uses}

@@ -248,3 +248,18 @@ def test_gates_that_fail_half_way_write_nothing(store, tmp_path, monkeypatch):
     monkeypatch.undo()
     apply_gates(store, ns, "run1", _accepted_state(), [], [], RunLog(None))
     assert {i["zone"] for i in store.items(ns)} == {"fact", "vector", "skill"}
+
+
+def test_what_the_gates_reject_leaves_no_bytes_and_forget_reaches_what_they_wrote(tmp_path):
+    """The gates' own bookkeeping (the run's key for idempotency) holds ids, never text:
+    a rejected tool dump is nowhere on disk, and a forgotten fact is gone everywhere."""
+    store = MemoryStore(tmp_path, HashEmbedder())
+    ns = Namespace("alice", "s1", "run1")
+    dump = '{"hits": [{"text": "Quetzalcoatl freight manifest lists 9931 pallets", "score": 0.9}]}'
+    decisions = apply_gates(store, ns, "run1", _accepted_state(), [dump], [], RunLog(None))
+    fact = next(d["id"] for d in decisions if d["kind"] == "fact" and d["accepted"])
+    assert store.forget(fact, ns)
+    store.close()
+    gone = (b"Quetzalcoatl", b"quetzalcoatl", b"723 billion USD in 2026")
+    leaks = [(p.name, n) for p in tmp_path.rglob("*") if p.is_file() for n in gone if n in p.read_bytes()]
+    assert leaks == []
