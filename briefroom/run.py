@@ -28,6 +28,7 @@ from briefroom.config import Settings
 from briefroom.corpus.embeddings import make_embedder
 from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import BriefroomError, ConfigError
+from briefroom.files import write_atomic
 from briefroom.graph.builder import build_graph
 from briefroom.graph.checkpoint import open_checkpointer
 from briefroom.graph.routing import ROUND_END
@@ -328,9 +329,9 @@ def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunCo
     report = state.get("report")
     if report is None:
         raise BriefroomError("the run ended without a report (see run.jsonl)")
-    _write_atomic(run_dir / "report.md", redact_text(report.markdown))
+    write_atomic(run_dir / "report.md", redact_text(report.markdown))
     all_sources = {sid: rec.model_dump(mode="json") for sid, rec in state.get("sources", {}).items()}
-    _write_atomic(run_dir / "sources.json", json.dumps({"cited": list(report.cited_sources), "sources": all_sources},
+    write_atomic(run_dir / "sources.json", json.dumps({"cited": list(report.cited_sources), "sources": all_sources},
                                                        indent=2, ensure_ascii=False) + "\n")
     if memory is not None and namespace is not None:
         started = time.perf_counter()
@@ -364,19 +365,13 @@ def _exclusive(run_dir: Path):
         yield
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 MEMORY_ITEMS_FILE = "memory.json"
 
 
 def _save_memory_items(run_dir: Path, items: list[Item]) -> None:
     """What the Planner was given from memory at the start: a resumed run reads it from
     here, not from the store (which may have changed), so its prompts are the same."""
-    _write_atomic(run_dir / MEMORY_ITEMS_FILE, json.dumps([{**asdict(i), "priority": i.priority.value} for i in items],
+    write_atomic(run_dir / MEMORY_ITEMS_FILE, json.dumps([{**asdict(i), "priority": i.priority.value} for i in items],
                                                           ensure_ascii=False, indent=1) + "\n")
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
+from briefroom.files import write_atomic
 from briefroom.protocol.redaction import redact_data
 
 
@@ -55,9 +56,7 @@ class RunLog:
         if extra:
             with open(path.with_name(INTERRUPTED_FILE), "a", encoding="utf-8") as fh:
                 fh.writelines(line if line.endswith("\n") else line + "\n" for line in extra)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(kept), encoding="utf-8")
-        tmp.replace(path)
+        write_atomic(path, "".join(kept))
         last: dict[str, Any] = {}
         for line in reversed(kept):
             try:

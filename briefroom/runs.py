@@ -10,7 +10,6 @@ Written atomically (temp file + rename), so a crash leaves the old record or the
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from briefroom.config import Settings
 from briefroom.errors import ConfigError
+from briefroom.files import write_atomic
 from briefroom.protocol.redaction import redact_data
 
 RECORD_FILE = "run.json"
@@ -65,10 +65,8 @@ def save(run_dir: Path, record: RunRecord) -> None:
     """Atomically; through redaction, like everything the run writes (a question, a
     constraint or an endpoint URL may carry a secret)."""
     record.updated = _now()
-    tmp = run_dir / (RECORD_FILE + ".tmp")
-    tmp.write_text(json.dumps(redact_data(record.model_dump(mode="json")), indent=2, ensure_ascii=False) + "\n",
-                   encoding="utf-8")
-    os.replace(tmp, run_dir / RECORD_FILE)
+    write_atomic(run_dir / RECORD_FILE,
+                 json.dumps(redact_data(record.model_dump(mode="json")), indent=2, ensure_ascii=False) + "\n")
 
 
 def load(run_dir: Path) -> RunRecord:

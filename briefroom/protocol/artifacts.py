@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from briefroom.errors import EngineeringFailure
+from briefroom.files import write_atomic
 
 POINTER = re.compile(r"^art:[0-9a-f]{16}$")
 
@@ -28,9 +29,7 @@ class ArtifactStore:
         path = self.root / f"{digest}.json"
         if not path.exists():
             self.root.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(path)  # atomic: a crash never leaves half an artifact under its hash
+            write_atomic(path, text)  # a crash never leaves half an artifact under its hash
         return f"art:{digest}"
 
     def get(self, pointer: str) -> str:
