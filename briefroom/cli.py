@@ -39,11 +39,6 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-# The run directory of the command in progress: Ctrl-C and errors name it with the
-# command that resumes it.
-_current_run: Path | None = None
-
-
 def _progress(quiet: bool, as_json: bool = False):
     """Live progress on stderr: round, agent, step, tokens against the budget, elapsed."""
     from dataclasses import asdict
@@ -60,18 +55,42 @@ def _progress(quiet: bool, as_json: bool = False):
     return show
 
 
-def _run_failed(exc: Exception) -> typer.Exit:
-    """A run that stopped on an error: the error, and how to go on once it is fixed."""
+class _Run:
+    """The run directory a run command works in, once it is known."""
+
+    dir: Path | None = None
+
+
+@contextlib.contextmanager
+def _run_errors():
+    """How a run command ends when it does not finish: one line for the error and, if
+    the run can go on (it is checkpointed and the cause was not a bad input), the
+    command that resumes it; on Ctrl-C or SIGTERM the same, and exit 130."""
     from briefroom import runs
     from briefroom.errors import ConfigError
+    from briefroom.models.cassette import ReplayDivergence
 
-    message = _fail(str(exc))
-    # a bad input is fixed by running again; anything else (an endpoint, the budget) by resuming
-    if not isinstance(exc, ConfigError) and _current_run is not None and \
-            (_current_run / runs.RECORD_FILE).is_file():
-        err.print(f"the run is checkpointed; after fixing the cause: {runs.resume_command(_current_run)}",
-                  markup=False)
-    return message
+    run = _Run()
+
+    def resumable() -> bool:
+        return run.dir is not None and (run.dir / runs.RECORD_FILE).is_file()
+
+    try:
+        yield run
+    except KeyboardInterrupt:
+        if resumable():
+            err.print(f"interrupted; checkpointed after the last finished step. Resume with: "
+                      f"{runs.resume_command(run.dir)}")  # type: ignore[arg-type]
+        else:
+            err.print("interrupted; the run directory keeps everything done so far")
+        sys.exit(130)  # not typer.Exit: typer would report a Ctrl-C of its own
+    except BriefroomError as exc:
+        failure = _fail(str(exc))
+        # a bad input is fixed by running again; a diverged replay would diverge again
+        if not isinstance(exc, (ConfigError, ReplayDivergence)) and resumable():
+            err.print(f"the run is checkpointed; after fixing the cause: {runs.resume_command(run.dir)}",
+                      markup=False)  # type: ignore[arg-type]
+        raise failure from None
 
 
 def _print_result(result, as_json: bool) -> None:
@@ -135,12 +154,10 @@ def research(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
 ) -> None:
     """Research QUESTION over your documents and write a cited report."""
-    global _current_run
     from briefroom.run import ResearchRequest, default_run_dir, run_research
 
-    out = out or default_run_dir(question)
-    _current_run = out
-    try:
+    with _run_errors() as run:
+        run.dir = out = out or default_run_dir(question)
         settings = _settings(model=model, base_url=base_url, role_models=parse_role_models(role_model),
                              rounds=rounds, data_dir=data_dir, structured=structured, context=context,
                              max_tokens=max_tokens, context_shares=parse_section_values(share, "--share", float),
@@ -150,8 +167,6 @@ def research(
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
                                               roles_dirs=list(roles_dir)), settings,
                               progress=_progress(quiet, as_json))
-    except BriefroomError as exc:
-        raise _run_failed(exc) from None
     _print_result(result, as_json)
 
 
@@ -170,12 +185,11 @@ def resume(
 ) -> None:
     """Continue a run from its last checkpoint (after a crash, Ctrl-C, a failing endpoint
     or the token budget), with the same settings unless you change them here."""
-    global _current_run
     from briefroom import runs
     from briefroom.run import resume_research
 
-    _current_run = run_dir
-    try:
+    with _run_errors() as run:
+        run.dir = run_dir
         record = runs.load(run_dir)
         if record.status == "done":
             err.print(f"{run_dir} is already complete: {run_dir / 'report.md'}")
@@ -187,8 +201,6 @@ def resume(
         overrides = {"model": model, "base_url": base_url, "max_tokens": max_tokens,
                      "role_models": parse_role_models(role_model) or None}
         result = resume_research(run_dir, overrides, progress=_progress(quiet, as_json), live=live)
-    except BriefroomError as exc:
-        raise _run_failed(exc) from None
     _print_result(result, as_json)
 
 
@@ -472,12 +484,11 @@ def replay(
 ) -> None:
     """Re-run a recorded scenario with its recorded model responses (no model needed);
     with --until-round K, only up to round K, then a live model takes over."""
-    global _current_run
     from briefroom.models.cassette import Cassette, ReplayDivergence
     from briefroom.run import ResearchRequest, resume_research, run_research
     from briefroom.scenario import Scenario, report_diff
 
-    try:
+    with _run_errors() as run:
         if until_round is not None and check:
             raise BriefroomError("--check compares a whole replay with its recording; drop it with --until-round")
         if until_round is None and (model or role_model or base_url):
@@ -491,22 +502,21 @@ def replay(
                 raise BriefroomError("--until-round needs the live model that continues: --model (or BRIEFROOM_MODEL)")
             if until_round >= scenario.rounds:
                 raise BriefroomError(f"--until-round must be below the scenario's {scenario.rounds} rounds")
-        run_dir = out or Path(tempfile.mkdtemp(prefix=f"briefroom-replay-{scenario.name}-"))
-        _current_run = run_dir
+        run.dir = out or Path(tempfile.mkdtemp(prefix=f"briefroom-replay-{scenario.name}-"))
         request = ResearchRequest(question=scenario.question, corpus=[scenario.corpus_dir(scenario_dir)],
-                                  out=run_dir, constraints=scenario.constraints,
+                                  out=run.dir, constraints=scenario.constraints,
                                   acceptance_criteria=scenario.acceptance_criteria, cassette=cassette,
                                   replay_handles=scenario.handles, scenario=scenario_dir.resolve(),
                                   roles_dirs=scenario.role_dirs(scenario_dir))
-        result = run_research(request, settings, progress=_progress(quiet, as_json), stop_after_round=until_round)
-        if until_round is not None:
-            err.print(f"replayed rounds 1-{until_round} from the cassette; a live model goes on from here")
-            result = resume_research(run_dir, live, progress=_progress(quiet, as_json), live=True)
-    except ReplayDivergence as exc:
-        err.print(exc.diff, markup=False)
-        raise _fail(str(exc)) from None
-    except BriefroomError as exc:
-        raise _run_failed(exc) from None
+        try:
+            result = run_research(request, settings, progress=_progress(quiet, as_json),
+                                  stop_after_round=until_round)
+            if until_round is not None:
+                err.print(f"replayed rounds 1-{until_round} from the cassette; a live model goes on from here")
+                result = resume_research(run.dir, live, progress=_progress(quiet, as_json), live=True)
+        except ReplayDivergence as exc:
+            err.print(exc.diff, markup=False)
+            raise
     if until_round is not None:
         _print_result(result, as_json)
         return
@@ -544,14 +554,8 @@ def main() -> None:
     except USAGE as exc:  # bad flags, missing arguments: click's own message
         exc.show()
         sys.exit(exc.exit_code)
-    except (KeyboardInterrupt, *ABORT):
-        from briefroom import runs
-
-        if _current_run is not None and (_current_run / runs.RECORD_FILE).is_file():
-            err.print(f"interrupted; checkpointed after the last finished step. Resume with: "
-                      f"{runs.resume_command(_current_run)}")
-        else:
-            err.print("interrupted; the run directory keeps everything done so far")
+    except (KeyboardInterrupt, *ABORT):  # run commands say more (`_run_errors`)
+        err.print("interrupted")
         sys.exit(130)
     except BriefroomError as exc:
         _fail(str(exc))

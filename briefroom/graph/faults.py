@@ -5,7 +5,7 @@ is on disk (a node boundary); `llm_call:N` right after the N-th model reply arri
 before the node that asked for it has finished (mid-node); `memory_commit:N` inside the
 memory write gates, after their writes and before their commit. A third field `:int`
 sends SIGINT instead (a Ctrl-C at that point). Unset, as in normal use, each hook is
-one dictionary lookup. The tests that use them: `tests/e2e/test_kill_resume.py`,
+one environment lookup (read each time: a test may set it after import). The tests that use them: `tests/e2e/test_kill_resume.py`,
 `tests/graph/test_durable_runs.py`.
 """
 

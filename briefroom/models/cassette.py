@@ -69,15 +69,10 @@ def section_diff(recorded: list[dict[str, Any]], replayed: list[dict[str, Any]],
     as empty on the other), so a divergence points at the part of the prompt that moved."""
     old, new = prompt_sections(recorded), prompt_sections(replayed)
     names = list(dict.fromkeys([*old, *new]))
-    parts = []
-    for name in names:
-        if old.get(name) == new.get(name):
-            continue
-        parts.append("\n".join(difflib.unified_diff(old.get(name, []), new.get(name, []),
-                                                     fromfile=f"recorded {label}: {name}",
-                                                     tofile=f"replayed {label}: {name}", lineterm="", n=2)))
-    same = sum(1 for name in names if old.get(name) == new.get(name))
-    head = f"{len(parts)} of {len(names)} prompt section(s) differ ({same} identical):"
+    differ = [name for name in names if old.get(name) != new.get(name)]
+    parts = ["\n".join(difflib.unified_diff(old.get(name, []), new.get(name, []), fromfile=f"recorded {label}: {name}",
+                                            tofile=f"replayed {label}: {name}", lineterm="", n=2)) for name in differ]
+    head = f"{len(differ)} of {len(names)} prompt section(s) differ ({len(names) - len(differ)} identical):"
     return "\n".join([head, *parts])
 
 
