@@ -28,8 +28,12 @@ def load_events(run_dir: Path) -> list[dict[str, Any]]:
         raise ConfigError(f"run directory not found: {run_dir}")
     if not path.is_file():
         raise ConfigError(f"no run.jsonl in {run_dir}")
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    if not text.endswith("\n"):
+        lines.pop()  # a line a kill cut short (every event ends with a newline): not an event
     events = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(lines, start=1):
         if line.strip():
             try:
                 events.append(json.loads(line))
@@ -69,7 +73,7 @@ def agent_totals(calls: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return dict(totals)
 
 
-def _bar_chart(table: list[dict[str, Any]], names: list[str]) -> str:
+def bar_chart(table: list[dict[str, Any]], names: list[str]) -> str:
     width, height, left, bottom = 900, 320, 50, 40
     peak = max((sum(r["sections"].get(s, 0) for s in names) for r in table), default=1) or 1
     step = (width - left - 10) / max(len(table), 1)

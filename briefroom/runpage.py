@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from briefroom.inspect import COLORS, _bar_chart, agent_totals, calls_of, rows, sections_present
+from briefroom.inspect import COLORS, agent_totals, bar_chart, calls_of, rows, sections_present
 
 PROMPT_CHARS = 4000  # per message on the page; the run log has the whole prompt
 E = html.escape
@@ -218,7 +218,7 @@ def _calls(events: list[dict[str, Any]]) -> str:
     totals = "".join(f"<tr><td>{E(a)}</td><td>{t['calls']}</td><td>{t['prompt_tokens']}</td>"
                      f"<td>{t['completion_tokens']}</td></tr>" for a, t in sorted(agent_totals(calls).items()))
     head = "".join(f"<th>{s}</th>" for s in names)
-    return (f"<div>{legend}</div>{_bar_chart(table, names)}<h3>Per agent</h3><table><tr><th>agent</th><th>calls"
+    return (f"<div>{legend}</div>{bar_chart(table, names)}<h3>Per agent</h3><table><tr><th>agent</th><th>calls"
             f"</th><th>prompt tokens</th><th>completion tokens</th></tr>{totals}</table><h3>Every call</h3>"
             f"<table><tr><th>#</th><th>agent</th><th>round</th><th>model</th><th>purpose</th>{head}<th>total</th>"
             f"<th>budget</th><th>what was cut, and why</th></tr>{''.join(body)}</table>")

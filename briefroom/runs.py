@@ -10,6 +10,7 @@ Written atomically (temp file + rename), so a crash leaves the old record or the
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -110,29 +111,21 @@ def resume_command(run_dir: Path) -> str:
 
 def summary(run_dir: Path, record: RunRecord) -> dict[str, Any]:
     """Counts from the run log for `runs show`: calls, tokens, tools, memory writes, errors."""
-    counts: dict[str, int] = {}
-    prompt = completion = 0
-    errors: list[str] = []
-    log = run_dir / "run.jsonl"
-    if log.is_file():
-        for line in log.read_text(encoding="utf-8").splitlines():
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            kind = str(event.get("event"))
-            counts[kind] = counts.get(kind, 0) + 1
-            if kind == "llm_call":
-                prompt += int(event.get("prompt_tokens", 0) or 0)
-                completion += int(event.get("completion_tokens", 0) or 0)
-            if kind == "error":
-                errors.append(str(event.get("message", ""))[:300])
+    from briefroom.inspect import agent_totals, calls_of, load_events
+
+    events = load_events(run_dir) if (run_dir / "run.jsonl").is_file() else []
+    counts = Counter(str(e.get("event")) for e in events)
+    totals = agent_totals(calls_of(events)).values()
+    prompt = sum(t["prompt_tokens"] for t in totals)
+    completion = sum(t["completion_tokens"] for t in totals)
+    errors = [str(e.get("message", ""))[:300] for e in events if e.get("event") == "error"]
     report = run_dir / "report.md"
     return {"run_dir": str(run_dir), "status": record.status, "question": record.question, "round": record.round,
             "max_rounds": record.settings.get("rounds"), "started": record.started, "updated": record.updated,
             "model_calls": counts.get("llm_call", 0), "prompt_tokens": prompt, "completion_tokens": completion,
             "tool_calls": counts.get("tool_call", 0), "messages": counts.get("bus_message", 0),
-            "memory_writes": counts.get("memory_write", 0), "resumes": counts.get("run_resume", 0),
+            "memory_written": sum(bool(e.get("accepted")) for e in events if e.get("event") == "memory_write"),
+            "resumes": counts.get("run_resume", 0),
             "errors": errors, "error": record.error, "scenario": record.scenario,
             "report": str(report) if report.is_file() else None,
             "resume": None if record.status == "done" else resume_command(run_dir)}

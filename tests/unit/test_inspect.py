@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from typer.testing import CliRunner
 
 from briefroom.cli import app
 from briefroom.config import Settings
+from briefroom.errors import ConfigError
 from briefroom.run import ResearchRequest, run_research
 
 runner = CliRunner()
@@ -43,3 +45,13 @@ def test_inspect_errors_are_one_line(tmp_path):
     (tmp_path / "run.jsonl").write_text('{"event": "llm_call"}\n{oops\n')
     result = runner.invoke(app, ["inspect", str(tmp_path)])
     assert result.exit_code == 1 and "run.jsonl:2" in result.output
+
+
+def test_a_log_cut_short_by_a_kill_still_loads_and_a_corrupt_line_does_not(tmp_path):
+    from briefroom.inspect import load_events
+
+    (tmp_path / "run.jsonl").write_text('{"event": "run_start", "seq": 1}\n{"event": "llm_ca')  # SIGKILL mid-write
+    assert [e["event"] for e in load_events(tmp_path)] == ["run_start"]
+    (tmp_path / "run.jsonl").write_text('{"event": "run_start", "seq": 1}\n{"event": "llm_ca\n')
+    with pytest.raises(ConfigError, match="run.jsonl:2"):
+        load_events(tmp_path)
