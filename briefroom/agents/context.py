@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.bus import Bus
-from briefroom.protocol.redaction import redact_text
 from briefroom.runlog import RunLog
 
 if TYPE_CHECKING:
@@ -55,7 +54,8 @@ class RunContext:
     tokens_used: int = 0
 
     def add_tool_output(self, at: float, raw: str) -> None:
-        raw = redact_text(raw)  # it goes to disk, and into the naive baseline's prompts
+        """`raw` is a validated tool result, redacted already by `run_tool` (every tool,
+        fallbacks and a user's own included), so it may go to disk as it is."""
         self.transcript.append((at, raw))
         if self.transcript_path is not None:
             with open(self.transcript_path, "a", encoding="utf-8") as fh:
