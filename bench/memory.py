@@ -117,7 +117,7 @@ def latency(tmp: Path, n: int, reads: int = 50) -> dict:
                           fact_text(i), "[]", "[]", "r", time.time(), None, "current"))
         for user in users:  # vectors go where the store keeps them: one collection per user and session
             mine = [j for j, m in enumerate(metas) if m["user"] == user.user]
-            store._coll("memories", user.user, user.session).add(
+            store._coll(user.user, user.session).add(
                 ids=[ids[j] for j in mine], embeddings=[vectors[j] for j in mine], metadatas=[metas[j] for j in mine])
         store._db.executemany("INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         store._db.executemany("INSERT INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", facts)

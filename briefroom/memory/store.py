@@ -6,8 +6,9 @@ vectors and the namespace fields it must filter on, never the text: its own SQLi
 keeps written documents in places a delete does not reach (the `embeddings_queue`
 table; chromadb issues #3793 and #7659), so `forget` could not be exact there.
 
-Every query filters on the namespace in the store itself (SQL WHERE and chromadb
-`where`), and rows read back are checked against the namespace again.
+Every query is bounded by the namespace in the store itself: SQL `WHERE`, and one
+chromadb collection per (user, session), so a vector read cannot reach another user's
+vectors; rows read back are checked against the whole namespace again.
 """
 
 from __future__ import annotations
@@ -91,33 +92,44 @@ class MemoryStore:
         self._db.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable at checkpoints, no fsync per commit
         self._db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
         self._db.executescript(_SCHEMA)
-        self._index_legacy_facts()
         self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
                                                  settings=ChromaSettings(anonymized_telemetry=False))
         self._collections: dict[str, Any] = {}
         self._pending: dict[str, tuple[list, list, list]] | None = None  # vectors held by transaction()
         self._vectors: dict[str, list[list[float]]] = {}
+        self._migrate()
 
-    def _coll(self, kind: str, user: str, session: str):
-        """One chromadb collection per (zone kind, user, session). A namespace filter
-        inside one big collection (`where=`) made a read 5-30x slower; a partition needs
-        no filter, and a read cannot reach another user's vectors at all."""
-        name = f"{kind}-{_id(user, session)}"
+    def _coll(self, user: str, session: str):
+        """One chromadb collection per (user, session), for task memories and skills. A
+        namespace filter inside one big collection (`where=`) made a read 5-30x slower; a
+        partition needs no filter, and a read cannot reach another user's vectors at all."""
+        name = f"memories-{_id(user, session)}"
         coll = self._collections.get(name)
         if coll is None:
             coll = self._collections[name] = self._client.get_or_create_collection(
                 name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
         return coll
 
-    def _index_legacy_facts(self) -> None:
-        """Data directories written before facts were found by their terms: index them once."""
-        if self._db.execute("PRAGMA user_version").fetchone()[0] >= 1:
+    def _migrate(self) -> None:
+        """Data directories of earlier versions, brought up to date once: (1) facts were
+        vectors, now they are found by their terms; (2) skills had a collection of their
+        own, now their vector sits beside their task's."""
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version >= 2:
             return
-        for fact_id, user, entity, text in self._db.execute("SELECT id, user, entity, text FROM facts "
-                                                            "WHERE status != 'superseded'").fetchall():
-            self._index_fact(fact_id, user, entity, text)
-        self._db.execute("PRAGMA user_version = 1")
-        self._db.commit()
+        if not self._db.execute("SELECT EXISTS (SELECT 1 FROM facts) OR EXISTS (SELECT 1 FROM skills)").fetchone()[0]:
+            self._db.execute("PRAGMA user_version = 2")  # a new store: nothing to bring up to date
+            self._db.commit()
+            return
+        with self.transaction():
+            if version < 1:
+                for fact_id, user, entity, text in self._db.execute(
+                        "SELECT id, user, entity, text FROM facts WHERE status != 'superseded'").fetchall():
+                    self._index_fact(fact_id, user, entity, text)
+            for skill_id, user, session, task, applies_when in self._db.execute(
+                    "SELECT id, user, session, task, applies_when FROM skills WHERE retired = 0").fetchall():
+                self._add_vector(Namespace(user, session, task), skill_id, self._vector_of(applies_when)[0], "skill")
+            self._db.execute("PRAGMA user_version = 2")
 
     def _index_fact(self, fact_id: str, user: str, entity: str, text: str) -> None:
         added = [t for t in terms(f"{entity} {text}") if self._db.execute(
@@ -156,7 +168,7 @@ class MemoryStore:
                 self._pending = None
 
     def _add_vector(self, ns: Namespace, item_id: str, vector: list[float], zone: str) -> None:
-        coll = self._coll("memories", ns.user, ns.session)
+        coll = self._coll(ns.user, ns.session)
         ids, vectors, metas = self._pending.setdefault(coll.name, ([], [], []))  # type: ignore[union-attr]
         ids.append(item_id)
         vectors.append(vector)
@@ -193,13 +205,12 @@ class MemoryStore:
                                                      (ns.user,))}
         return sorted(found)
 
-    def _query(self, kind: str, tables: tuple[str, ...], query: str, ns: Namespace, scope: Scope,
-               n: int) -> list[tuple]:
+    def _query(self, tables: tuple[str, ...], query: str, ns: Namespace, scope: Scope, n: int) -> list[tuple]:
         """(id, distance, metadata) from every collection the scope covers, nearest first."""
         hits: list[tuple] = []
         vector = None
         for session in self._sessions(ns, scope, tables):
-            coll = self._coll(kind, ns.user, session)
+            coll = self._coll(ns.user, session)
             vector = vector or self._vector_of(query)
             # chromadb returns fewer hits when the collection is smaller; no count() round trip
             found = coll.query(query_embeddings=vector, n_results=n, include=["distances", "metadatas"])
@@ -233,14 +244,12 @@ class MemoryStore:
         """Memories similar to `query` (cosine) and facts that match it (`find_facts`)
         within the scope, best first by relevance x recency x importance."""
         with self._lock:
-            hits = self._query("memories", ("memories",), query, ns, scope, 4 * k)
+            hits = self._query(("memories",), query, ns, scope, 4 * k)
             out = self.find_facts(query, ns, scope, k, fact_threshold)
-            seen: set[str] = set()
             for item_id, distance, meta in hits:
                 # skills share the collection; facts of older stores may still have a vector
-                if item_id in seen or meta.get("zone") != "vector":
+                if meta.get("zone") != "vector":
                     continue
-                seen.add(item_id)
                 similarity = 1.0 - float(distance)
                 if similarity < threshold:
                     continue
@@ -396,7 +405,7 @@ class MemoryStore:
     def skills_for(self, query: str, ns: Namespace, scope: Scope = "user", k: int = 2,
                    threshold: float = DEFAULT_THRESHOLD) -> list[Recalled]:
         with self._lock:
-            hits = self._query("memories", ("memories", "skills"), query, ns, scope, 4 * k)
+            hits = self._query(("memories", "skills"), query, ns, scope, 4 * k)
             where, params = ns.sql(scope)
             out = []
             for skill_id, distance, meta in hits:
@@ -465,26 +474,26 @@ class MemoryStore:
         compact so no plaintext of it stays on disk. Returns how many rows went."""
         where, params = ns.sql(scope)
         with self._lock:
-            placed = []  # (collection kind, session, id) of every vector to delete
-            for table, kind in (("memories", "memories"), ("facts", "memories"), ("skills", "memories")):
+            placed = []  # (session, id) of every row to delete, and its vector if it has one
+            for table in ("memories", "facts", "skills"):
                 for (session,) in self._db.execute(f"SELECT session FROM {table} WHERE id = ? AND {where}",
                                                    [item_id, *params]).fetchall():
-                    placed.append((kind, session, item_id))
+                    placed.append((session, item_id))
             if not placed:
                 return 0
             # a superseded row is history of the forgotten fact: it goes too
-            placed += [("memories", r[1], r[0]) for r in self._db.execute(
+            placed += [(r[1], r[0]) for r in self._db.execute(
                 f"SELECT id, session FROM facts WHERE superseded_by = ? AND {where}", [item_id, *params])]
             removed = 0
             for table in ("memories", "facts", "skills"):
-                for _, _, gone in placed:
+                for _, gone in placed:
                     removed += self._db.execute(f"DELETE FROM {table} WHERE id = ? AND {where}",
                                                 [gone, *params]).rowcount
-            for _, _, gone in placed:
+            for _, gone in placed:
                 self._unindex_fact(gone)
             self._db.commit()
-            for kind, session, gone in placed:
-                self._coll(kind, ns.user, session).delete(ids=[gone])
+            for session, gone in placed:  # facts of older stores had vectors too
+                self._coll(ns.user, session).delete(ids=[gone])
             self.compact()
             return removed
 

@@ -263,3 +263,22 @@ def test_what_the_gates_reject_leaves_no_bytes_and_forget_reaches_what_they_wrot
     gone = (b"Quetzalcoatl", b"quetzalcoatl", b"723 billion USD in 2026")
     leaks = [(p.name, n) for p in tmp_path.rglob("*") if p.is_file() for n in gone if n in p.read_bytes()]
     assert leaks == []
+
+
+def test_a_store_written_by_the_previous_version_is_migrated_once(tmp_path):
+    """Facts without terms and skills in a collection of their own (the last release)."""
+    store = MemoryStore(tmp_path, HashEmbedder())
+    ns = Namespace("alice")
+    store.put_fact(ns, row("723", ["S1"]))
+    skill, _ = store.put_skill(ns, "plan", "how big is the cloud market", ["size"], ["critic"])
+    store._db.execute("DELETE FROM fact_terms")
+    store._db.execute("DELETE FROM term_counts")
+    store._coll(ns.user, ns.session).delete(ids=[skill])
+    store._db.execute("PRAGMA user_version = 0")
+    store._db.commit()
+    store.close()
+    again = MemoryStore(tmp_path, HashEmbedder())
+    assert [r.zone for r in again.find_facts("cloud spending 2026", ns)] == ["fact"]
+    assert [r.item_id for r in again.skills_for("how big is the cloud market", ns, threshold=0.5)] == [skill]
+    assert again._db.execute("PRAGMA user_version").fetchone()[0] == 2
+    again.close()
