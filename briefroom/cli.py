@@ -538,6 +538,76 @@ def replay(
     err.print(f"run directory: {result.run_dir}")
 
 
+@app.command("eval")
+def eval_(
+    scenarios: Annotated[list[Path], typer.Argument(help="scenario folders, or folders of them")] = [Path("scenarios")],
+    model: Annotated[Optional[str], typer.Option(help="run live with this model ('embedded', a GGUF path, a model "
+                                                 "on your endpoint); without it, each scenario replays its "
+                                                 "recording")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")] = None,
+    context: Annotated[list[str], typer.Option("--context", help="layered and/or naive (repeat the flag to "
+                                               "compare both in one run)")] = [],
+    repeat: Annotated[int, typer.Option(min=1, max=20, help="runs per scenario and context")] = 1,
+    out: Annotated[Optional[Path], typer.Option(help="folder for the run directories (default: a temp folder)")] = None,
+    html_file: Annotated[Optional[Path], typer.Option("--html", help="also write an offline page with charts")] = None,
+    min_recall: Annotated[Optional[float], typer.Option(min=0, max=1, help="exit 1 below this mean recall")] = None,
+    min_support: Annotated[Optional[float], typer.Option(min=0, max=1, help="exit 1 below this citation support")] = None,
+    min_coverage: Annotated[Optional[float], typer.Option(min=0, max=1, help="exit 1 below this part coverage")] = None,
+    max_unsupported: Annotated[Optional[int], typer.Option(min=0, help="exit 1 above this many unsupported "
+                                                           "numbers")] = None,
+    max_unretrieved: Annotated[Optional[int], typer.Option(min=0, help="exit 1 above this many citations to "
+                                                           "unretrieved sources")] = None,
+    data_dir: DataDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the results as JSON")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Score reports against answer keys: recall, citation support, unsupported numbers,
+    coverage of the question's parts, language, tokens, calls and time."""
+    from briefroom.evaluation import page
+    from briefroom.evaluation.suite import run_suite, summarize, threshold_failures
+
+    contexts = list(dict.fromkeys(context)) or ["layered"]
+    for c in contexts:
+        if c not in ("layered", "naive"):
+            raise _fail(f"--context must be layered or naive, not {c!r}", 2)
+    if model is None and (context or base_url):
+        raise _fail("--context and --base-url go with --model: without a model, scenarios replay their recordings", 2)
+    settings = _settings(data_dir=data_dir, **({"base_url": base_url} if base_url else {}))
+    results = run_suite(scenarios, contexts=contexts, repeat=repeat, model=model, settings=settings, out_root=out,
+                        progress=None if quiet or as_json else (lambda s: err.print(f"[dim]{s}[/]", markup=True)))
+    summary = summarize(results)
+    if as_json:
+        sys.stdout.write(json.dumps({"summary": summary, "runs": [r.as_dict() for r in results]},
+                                    indent=2, ensure_ascii=False) + "\n")
+    else:
+        for r in results:
+            s = r.score
+            line = (f"{r.scenario:<32} {r.context:<8} recall {s.recall:.2f}  support {s.support:.2f}  "
+                    f"coverage {s.coverage:.2f}  unsupported {len(s.unsupported_numbers)}  "
+                    f"unretrieved {s.unretrieved_citations}  traps {len(s.trap_hits)}  "
+                    f"language {'ok' if s.language_ok else 'WRONG'}  {r.prompt_tokens:,} prompt tokens  "
+                    f"{r.calls} calls  {r.wall_s:.0f}s" if s else f"{r.scenario:<32} {r.context:<8} failed: {r.error}")
+            stdout.print(line, markup=False)
+        for c, row in summary.items():
+            cached = "n/a" if row["cached_prompt_tokens"] is None else f"{row['cached_prompt_tokens']:,}"
+            stdout.print(f"overall {c}: recall {row['recall']:.2f}, support {row['support']:.2f}, coverage "
+                         f"{row['coverage']:.2f}, {row['unsupported_numbers']} unsupported numbers, "
+                         f"{row['unretrieved_citations']} unretrieved citations, {row['trap_hits']} traps, language "
+                         f"ok {row['language_ok']}/{row['runs'] - row['failed']}, {row['prompt_tokens']:,} prompt + "
+                         f"{row['completion_tokens']:,} completion tokens ({cached} cached), {row['calls']} calls, "
+                         f"{row['wall_s']}s", markup=False)
+    if html_file is not None:
+        html_file.write_text(page.render(results, summary), encoding="utf-8")
+        err.print(f"wrote {html_file}")
+    failures = threshold_failures(summary, {"min_recall": min_recall, "min_support": min_support,
+                                            "min_coverage": min_coverage, "max_unsupported": max_unsupported,
+                                            "max_unretrieved": max_unretrieved}, results)
+    if failures:
+        for line in failures:
+            err.print(f"[bold red]below threshold:[/] {escape(line)}", markup=True)
+        raise typer.Exit(1)
+
+
 def main() -> None:
     # SIGTERM ends the run like Ctrl-C does, so context managers stop the model server.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))

@@ -40,7 +40,7 @@ class Settings(BaseModel):
     fact_threshold: float = Field(default=0.5, ge=0.0, le=1.0,
                                   description="share of a query's words and numbers a fact must hold to be recalled")
     temperature: float = 0.0
-    request_timeout: float = 120.0
+    request_timeout: float = Field(default=120.0, gt=0, description="seconds one model call may take")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> "Settings":
@@ -57,6 +57,7 @@ class Settings(BaseModel):
             "max_tokens": ("BRIEFROOM_MAX_TOKENS",),
             "user": ("BRIEFROOM_USER",),
             "session": ("BRIEFROOM_SESSION",),
+            "request_timeout": ("BRIEFROOM_REQUEST_TIMEOUT",),
         }
         for field, names in pick.items():
             for name in names:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -18,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from briefroom.config import Settings
 from briefroom.errors import ConfigError, EngineeringFailure
 from briefroom.graph import faults
+from briefroom.models import embedded
 from briefroom.models.cassette import (
     Cassette,
     CassetteChatModel,
@@ -64,6 +66,9 @@ class ModelHandle:
         except (ReplayDivergence, ConfigError, EngineeringFailure):
             raise
         except Exception as exc:  # HTTP, timeouts, provider errors: one clear line for the user
+            dead = embedded.death_notice() if self.provider == "embedded" else None
+            if dead:  # "Connection error." says nothing; how the server died does
+                raise EngineeringFailure(f"{dead}; the {self.role} call could not be answered") from exc
             raise EngineeringFailure(f"{self.provider} model {self.model_name!r} failed for {self.role}: "
                                      f"{type(exc).__name__}: {str(exc)[:300]}") from exc
         latency = time.perf_counter() - started
@@ -104,10 +109,30 @@ def needs_embedded_server(settings: Settings, roles: list[str]) -> bool:
     return any(_provider(settings, settings.model_for(r)) == "embedded" for r in roles)
 
 
+def is_gguf(model: str | None) -> bool:
+    """`--model path/to/model.gguf` runs that file on the embedded llama.cpp server."""
+    return bool(model) and str(model).lower().endswith(".gguf")
+
+
+def embedded_model_file(settings: Settings, roles: list[str]) -> Path | None:
+    """The GGUF file the embedded server should load (None: the bundled model).
+    One server serves every role, so the roles must agree on the file."""
+    files = {str(Path(m).expanduser().resolve()) for m in (settings.model_for(r) for r in roles) if is_gguf(m)}
+    if len(files) > 1:
+        raise ConfigError(f"the embedded server loads one model file; roles ask for {len(files)}: "
+                          f"{', '.join(sorted(files))}")
+    if not files:
+        return None
+    path = Path(files.pop())
+    if not path.is_file():
+        raise ConfigError(f"model file not found: {path}")
+    return path
+
+
 def _provider(settings: Settings, model: str | None) -> str:
     if model == "test":
         return "test"
-    if model == "embedded":
+    if model == "embedded" or is_gguf(model):
         return "embedded"
     if settings.base_url or settings.api_key:
         return "openai"
@@ -134,11 +159,11 @@ def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str |
         elif provider == "embedded":
             if embedded_base_url is None:
                 raise ConfigError("the embedded model is not running (internal error: start EmbeddedServer first)")
-            handle = ModelHandle(role, "embedded", EMBEDDED_MODEL_NAME,
-                                 _openai_chat(EMBEDDED_MODEL_NAME, embedded_base_url, "not-needed", settings,
-                                              max_tokens=1024),
+            name = Path(model).stem if is_gguf(model) else EMBEDDED_MODEL_NAME  # type: ignore[arg-type]
+            handle = ModelHandle(role, "embedded", name,
+                                 _openai_chat(name, embedded_base_url, "not-needed", settings, max_tokens=1024),
                                  "json_object_schema", EMBEDDED_CONTEXT,
-                                 label=f"embedded {EMBEDDED_MODEL_NAME} (llama.cpp, local)", tool_mode="first")
+                                 label=f"embedded {name} (llama.cpp, local)", tool_mode="first")
         else:
             name = model or "gpt-4o-mini"
             mode = settings.structured

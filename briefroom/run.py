@@ -34,7 +34,7 @@ from briefroom.graph.checkpoint import open_checkpointer
 from briefroom.graph.routing import ROUND_END
 from briefroom.graph.state import DEFAULT_CRITERIA, AgentState, Charter, Fact, SourceRecord
 from briefroom.graph.summary import SUMMARIZER
-from briefroom.llm import ModelPool, build_pool, needs_embedded_server
+from briefroom.llm import ModelPool, build_pool, embedded_model_file, needs_embedded_server
 from briefroom.memory.gates import apply_gates
 from briefroom.memory.namespace import Namespace, default_user
 from briefroom.memory.reading import read_memory, remembered_facts
@@ -251,7 +251,8 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
             embedded_url = None
             if request.models is None and request.cassette is None and needs_embedded_server(settings, names):
                 say(0, "model", "starting the embedded llama.cpp server")
-                server = stack.enter_context(EmbeddedServer(log_path=run_dir / "llama-server.log"))
+                server = stack.enter_context(EmbeddedServer(model_path=embedded_model_file(settings, names),
+                                                            log_path=run_dir / "llama-server.log"))
                 embedded_url = server.base_url
                 log.event("model_server", base_url=embedded_url, model_path=server.model_path.name)
             pool = request.models or build_pool(settings, names, embedded_base_url=embedded_url,

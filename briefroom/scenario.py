@@ -36,9 +36,23 @@ class RecordedHandle(BaseModel):
     context_window: int = 8192
 
 
+class AnswerKeyItem(BaseModel):
+    """A fact a good report states; `any` lists accepted spellings (case and spacing ignored)."""
+
+    name: str = Field(min_length=1)
+    any: list[str] = Field(min_length=1)
+    part: int = Field(default=1, ge=1, description="which of the question's parts it answers (1-based)")
+
+
 class Scenario(BaseModel):
     name: str
     question: str
+    language: str = Field(default="en", description="the question's language: en or zh")
+    parts: list[str] = Field(default_factory=list, description="the question's parts, in order")
+    answer_key: list[AnswerKeyItem] = Field(default_factory=list)
+    must_not: list[str] = Field(default_factory=list, description="strings that mean the report fell for a trap")
+    unanswerable: bool = Field(default=False, description="the corpus does not answer; the report must say so")
+    context: str = Field(default="layered", description="the context strategy the recording ran with")
     corpus: str = "corpus"
     rounds: int = Field(default=2, ge=1)
     max_revisions: int = Field(default=2, ge=0)
@@ -50,6 +64,10 @@ class Scenario(BaseModel):
                                                description="per role, the model settings that shaped its prompts")
     roles_dirs: list[str] = Field(default_factory=list,
                                   description="plugin roles the recording ran with, copied under roles/")
+
+    @property
+    def evaluable(self) -> bool:
+        return bool(self.answer_key) or self.unanswerable
 
     @classmethod
     def load(cls, directory: Path) -> "Scenario":
@@ -98,11 +116,13 @@ def write_scenario(directory: Path, request, settings: Settings, charter: Charte
         roles_dirs.append(str(target.relative_to(directory)))
     name = directory.name
     existing = Scenario.load(directory) if (directory / SCENARIO_FILE).exists() else None
-    scenario = Scenario(name=name, question=charter.goal, corpus=corpus_target.name, rounds=charter.max_rounds,
-                        max_revisions=charter.max_revisions, constraints=list(charter.constraints),
-                        acceptance_criteria=list(request.acceptance_criteria),
-                        expected_facts=existing.expected_facts if existing else [], recorded_with=label,
-                        handles=handles, roles_dirs=roles_dirs)
+    # What a person wrote about the scenario (answer key, traps, parts) survives a re-recording.
+    kept = existing.model_dump(include={"language", "parts", "answer_key", "must_not", "unanswerable",
+                                        "expected_facts"}) if existing else {}
+    scenario = Scenario(**kept, name=name, question=charter.goal, corpus=corpus_target.name,
+                        rounds=charter.max_rounds, max_revisions=charter.max_revisions,
+                        constraints=list(charter.constraints), acceptance_criteria=list(request.acceptance_criteria),
+                        recorded_with=label, handles=handles, roles_dirs=roles_dirs, context=settings.context)
     (directory / SCENARIO_FILE).write_text(yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False,
                                                           allow_unicode=True, width=100), encoding="utf-8")
     cassette.save(directory)

@@ -23,12 +23,13 @@ from briefroom.report.checks import (
     repair_draft,
 )
 from briefroom.report.draft import Claim, ReportDraft, render_markdown
+from briefroom.report.language import LABELS, criterion, language_of
 
 
 class Verdict(BaseModel):
     msg_id: str = Field(json_schema_extra={"x-fill": "distinct"})
     verdict: Literal["accept", "reject"]
-    reason: str = Field(min_length=2, max_length=300)
+    reason: str = Field(min_length=2, max_length=300, json_schema_extra={"maxLength": 120})
 
 
 class Review(BaseModel):
@@ -49,7 +50,8 @@ def review_conclusions(turn: Turn, conclusions: list[AgentMessage]) -> None:
     if candidates:
         ids = [m.msg_id for m in candidates]
         review = turn.ask("Review each conclusion on the whiteboard: is it relevant to the goal and supported by "
-                          "its sources? One verdict per message id.", Review, enums={"msg_id": ids})
+                          "its sources? One verdict per message id.", Review, enums={"msg_id": ids},
+                          max_items={"verdicts": len(ids)})
         decided: set[str] = set()
         for verdict in review.verdicts:  # the first verdict on a message counts; repeats are noise
             if verdict.msg_id not in ids or verdict.msg_id in decided:
@@ -93,11 +95,13 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
             turn.ctx.log.event("report_repair", agent="critic", round=turn.round, repair=line)
     footer = message.body.structured_data.get("footer", "")
     checks = acceptance(draft, charter)
-    footer += "\n\nAcceptance criteria:\n\n" + "\n".join(f"- {mark} {text}" for text, mark in checks.items())
+    language = language_of(charter.goal)
+    lab = LABELS[language]
+    footer += f"\n\n{lab['criteria']}\n\n" + "\n".join(f"- {mark} {criterion(text, language)}"
+                                                        for text, mark in checks.items())
     if repairs:
-        footer += (f"\n\n{len(repairs)} statement(s) in the model's draft could not be verified against the sources "
-                   "and were replaced by quoted source sentences or removed (report_repair events in run.jsonl).")
-    markdown, cited = render_markdown(draft, turn.all_sources(), footer=footer)
+        footer += "\n\n" + lab["repairs"].format(n=len(repairs))
+    markdown, cited = render_markdown(draft, turn.all_sources(), footer=footer, language=language)
     remaining = markdown_problems(markdown, texts)
     if remaining:  # the repair itself must leave nothing unverifiable behind
         raise AssertionError(f"report repair left problems: {remaining[0].line()}")

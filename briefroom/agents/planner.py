@@ -8,6 +8,11 @@ from briefroom.agents.base import Role, Turn
 from briefroom.graph.state import Fact
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import MsgType, Priority
+from briefroom.protocol.summarizer import content_words
+from briefroom.report.language import question_parts
+
+# What the Searcher takes in one turn (its MAX_INSTRUCTIONS_PER_TURN).
+MAX_QUESTIONS = 4
 
 
 def answered_by(turn: Turn, questions: list[str], remembered: list[Fact]) -> list[Fact | None]:
@@ -42,8 +47,15 @@ def step(turn: Turn) -> None:
     plan = turn.ask(task, Plan)
     asked: set[str] = set()
     questions = []
-    for sub in plan.subquestions:
-        question = " ".join(sub.question.split()).strip(" {}[],\"'")
+    # Each part of a many-part question is searched as asked ("…in 2025, and why…"):
+    # a small model's plan often covers only the first; the model's questions follow.
+    goal = turn.charter.goal
+    parts = question_parts(goal) if not gaps else []
+    # a part too short to search on its own ("by how much") is searched with the whole question
+    searchable = [p if len(content_words(p)) >= 3 else goal for p in parts] if len(parts) > 1 else []
+    proposals = [*searchable, *(s.question for s in plan.subquestions)]
+    for proposal in proposals[:MAX_QUESTIONS]:
+        question = " ".join(proposal.split()).strip(" {}[],\"'")
         if len(question) < 8:
             question = turn.charter.goal
         if question.lower() in asked:

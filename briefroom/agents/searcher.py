@@ -24,7 +24,7 @@ from briefroom.protocol.tools import (
 from briefroom.report.checks import claim_problems, closest_fact
 from briefroom.report.draft import Claim
 
-MAX_INSTRUCTIONS_PER_TURN = 3
+MAX_INSTRUCTIONS_PER_TURN = 4
 # Besides the model's findings, the passages' most relevant figures travel verbatim: a
 # number copied by code cannot be mis-copied by a model.
 VERBATIM_FIGURES_PER_QUESTION = 2
@@ -32,7 +32,7 @@ VERBATIM_FIGURES_PER_QUESTION = 2
 
 class Finding(BaseModel):
     claim: str = Field(min_length=5, description="what the passage says, numbers copied exactly",
-                       json_schema_extra={"x-fill": "evidence.text"})
+                       json_schema_extra={"x-fill": "evidence.text", "maxLength": 400})
     source_ids: list[str] = Field(min_length=1, max_length=2, json_schema_extra={"x-fill": "evidence.refs"})
     subject: str = Field(min_length=3, max_length=80, description="what the claim is about, in a few words",
                          json_schema_extra={"x-fill": "subject"})

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# English sentences end at . ! ? and a space; Chinese ones at 。！？ with no space after.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,20 @@ def _spans(text: str, pattern: re.Pattern[str], start: int, end: int) -> list[tu
     return spans
 
 
+# Bumped when chunk boundaries change (2: Chinese sentence ends and sizes).
+CHUNKER_VERSION = 2
+_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _size(text: str) -> int:
+    """Words, counting two CJK characters as one: Chinese has no spaces to count."""
+    return len(text.split()) + len(_CJK_CHAR.findall(text)) // 2
+
+
 def chunk_text(source_id: str, text: str, max_words: int = 120) -> list[Chunk]:
     pieces: list[tuple[int, int]] = []
     for start, end in _spans(text, re.compile(r"\n\s*\n"), 0, len(text)):
-        if len(text[start:end].split()) <= max_words:
+        if _size(text[start:end]) <= max_words:
             pieces.append((start, end))
         else:
             pieces.extend(_spans(text, _SENTENCE_END, start, end))
@@ -44,7 +55,7 @@ def chunk_text(source_id: str, text: str, max_words: int = 120) -> list[Chunk]:
     cur_end = 0
     words = 0
     for start, end in pieces:
-        n = len(text[start:end].split())
+        n = _size(text[start:end])
         if cur_start is not None and words + n > max_words:
             chunks.append(Chunk(f"{source_id}:{len(chunks)}", source_id, cur_start, cur_end, text[cur_start:cur_end]))
             cur_start, words = None, 0

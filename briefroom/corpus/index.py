@@ -11,12 +11,14 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from briefroom.corpus.chunking import chunk_text
+from briefroom.corpus.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from briefroom.corpus.documents import Document, load_corpus
 from briefroom.corpus.embeddings import Embedder
+from briefroom.corpus.lexical import LexicalIndex, fuse
 from briefroom.errors import EngineeringFailure
 
 COLLECTION = "corpus_chunks"
+CANDIDATES = 4  # each ranking offers k * CANDIDATES chunks to the fusion
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,9 @@ class CorpusIndex:
         import chromadb
         from chromadb.config import Settings as ChromaSettings
 
-        self.root = data_dir / "index" / _safe(embedder.name)
+        # The chunker's version is part of the path: vectors of chunks cut another way
+        # would not match the passages the lexical side cuts now.
+        self.root = data_dir / "index" / f"{_safe(embedder.name)}-chunks{CHUNKER_VERSION}"
         self.root.mkdir(parents=True, exist_ok=True)
         self._embedder = embedder
         self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
@@ -58,6 +62,8 @@ class CorpusIndex:
         self._db.execute("CREATE TABLE IF NOT EXISTS documents (source_id TEXT PRIMARY KEY, title TEXT, "
                          "path TEXT, text TEXT)")
         self._scope: list[str] = []
+        self._lexical_index: tuple[tuple[str, ...], LexicalIndex] | None = None
+        self._chunk_cache: dict[str, Chunk] = {}
 
     @property
     def embedder(self) -> Embedder:
@@ -108,27 +114,51 @@ class CorpusIndex:
             return self._search(query, k)
 
     def _search(self, query: str, k: int) -> list[Hit]:
+        """Vector and lexical rankings fused: meaning from the embedder, exact words,
+        names, figures and Chinese from BM25 (see corpus/lexical.py)."""
         if not self._scope:
             return []
         where = {"source_id": {"$in": self._scope}} if len(self._scope) > 1 else {"source_id": self._scope[0]}
+        wide = k * CANDIDATES
         try:
-            found = self._chunks.query(query_embeddings=self._embedder.embed([query]), n_results=k, where=where,
-                                       include=["documents", "metadatas", "distances"])
+            found = self._chunks.query(query_embeddings=self._embedder.embed([query]), n_results=wide, where=where,
+                                       include=["distances"])
         except Exception as exc:  # chromadb raises many types; the caller needs one
             raise EngineeringFailure(f"index query failed: {exc}", tool="local_search", transient=True) from exc
-        hits = []
-        for chunk_id, text, meta, dist in zip(found["ids"][0], found["documents"][0], found["metadatas"][0],
-                                              found["distances"][0]):
-            doc = self.document(str(meta["source_id"]))
-            hits.append(Hit(chunk_id=chunk_id, source_id=str(meta["source_id"]), title=doc.title if doc else "",
-                            path=doc.path if doc else "", start=int(meta["start"]), end=int(meta["end"]),
-                            text=text, score=round(1.0 - float(dist), 4)))
-        return hits
+        distance = dict(zip(found["ids"][0], found["distances"][0]))
+        lexical = self._lexical().search(query, wide)
+        ranked = fuse([list(found["ids"][0]), [cid for cid, _ in lexical]], k)
+        return [self._hit(cid, distance.get(cid)) for cid in ranked if cid in self._chunk_cache]
+
+    def _lexical(self) -> LexicalIndex:
+        """Built once per scope from the stored documents (chunking is deterministic)."""
+        key = tuple(self._scope)
+        if self._lexical_index is None or self._lexical_index[0] != key:
+            chunks = []
+            for sid in self._scope:
+                doc = self._document(sid)
+                if doc is not None:
+                    pieces = chunk_text(sid, doc.text)
+                    chunks += [(c.chunk_id, c.text) for c in pieces]
+                    self._chunk_cache.update({c.chunk_id: c for c in pieces})
+            self._lexical_index = (key, LexicalIndex.build(chunks))
+        return self._lexical_index[1]
+
+    def _hit(self, chunk_id: str, distance: float | None) -> Hit:
+        chunk = self._chunk_cache[chunk_id]
+        doc = self._document(chunk.source_id)
+        # score: the vector similarity where the vectors found it, else 0 (found by its words)
+        score = round(1.0 - float(distance), 4) if distance is not None else 0.0
+        return Hit(chunk_id=chunk_id, source_id=chunk.source_id, title=doc.title if doc else "",
+                   path=doc.path if doc else "", start=chunk.start, end=chunk.end, text=chunk.text, score=score)
 
     def document(self, source_id: str) -> Document | None:
         with self._lock:
-            row = self._db.execute("SELECT source_id, title, path, text FROM documents WHERE source_id = ?",
-                                   (source_id,)).fetchone()
+            return self._document(source_id)
+
+    def _document(self, source_id: str) -> Document | None:
+        row = self._db.execute("SELECT source_id, title, path, text FROM documents WHERE source_id = ?",
+                               (source_id,)).fetchone()
         return Document(*row) if row else None
 
 

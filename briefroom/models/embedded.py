@@ -1,7 +1,9 @@
-"""The embedded model: SmolLM2-135M served by llama.cpp on a free loopback port.
+"""The embedded model: SmolLM2-135M (or any GGUF file) served by llama.cpp on a free loopback port.
 
-The CLI owns the server's life: it starts it, waits until it answers, and stops it on
-exit, Ctrl-C or error, so nothing is left running behind the user's back.
+The CLI owns the server's life: it starts it, waits until it answers a real one-token
+completion (a server can list its models and still die at the first matrix multiply,
+as llama.cpp built for another CPU does with SIGILL), and stops it on exit, Ctrl-C or
+error, so nothing is left running behind the user's back.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +24,26 @@ from briefroom.errors import ConfigError, EngineeringFailure
 
 EMBEDDED_MODEL_NAME = "smollm2-135m-instruct"
 EMBEDDED_CONTEXT = 8192
+REBUILD_HINT = ("rebuild llama-cpp-python for this CPU: rm -f .venv/.llama-* && make install "
+                "(the Makefile builds it portably, AVX2 without AVX-512/AMX)")
+
+# The server the CLI started, so a failed call can say whether the server died under it.
+_running: "EmbeddedServer | None" = None
+
+
+def death_notice() -> str | None:
+    """Why the embedded server is gone, if it is; None while it runs (or none was started)."""
+    server = _running
+    return server.exit_reason() if server is not None else None
+
+
+def server_environment() -> dict[str, str]:
+    """llama.cpp's OpenMP threads spin while they wait for work; on a machine whose cores are
+    shared (a CI runner, a laptop doing other things) the spinning threads steal the time the
+    working one needs. PASSIVE makes them sleep (measured in BENCHMARKS.md, bench.embedded)."""
+    env = dict(os.environ)
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return env
 
 
 def embedded_model_path() -> Path:
@@ -43,13 +67,17 @@ class EmbeddedServer:
     """`with EmbeddedServer() as server: server.base_url` -> an OpenAI-compatible API."""
 
     def __init__(self, model_path: Path | None = None, n_ctx: int = EMBEDDED_CONTEXT,
-                 log_path: Path | None = None, startup_timeout: float = 120.0):
+                 log_path: Path | None = None, startup_timeout: float = 180.0, threads: int | None = None):
         self.model_path = model_path or embedded_model_path()
+        if not self.model_path.is_file():
+            raise ConfigError(f"model file not found: {self.model_path}")
         self.n_ctx = n_ctx
         self.log_path = log_path
         self.startup_timeout = startup_timeout
+        self.threads = threads or max(1, min(len(os.sched_getaffinity(0)), 8))
         self.port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
+        self._last_proc: subprocess.Popen[bytes] | None = None
         self._log = None
 
     @property
@@ -64,20 +92,45 @@ class EmbeddedServer:
         self.port = free_port()
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path), "--host", "127.0.0.1",
-               "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", "2"]
-        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=self._log, stdin=subprocess.DEVNULL)
+               "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
+               "--n_threads_batch", str(self.threads)]
+        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=self._log, stdin=subprocess.DEVNULL,
+                                      env=server_environment())
         atexit.register(self.stop)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                self.stop()
-                raise EngineeringFailure(f"embedded llama.cpp server exited with code {self._proc.returncode} "
-                                         f"(log: {self.log_path or 'not kept'})")
+                self._fail(self.exit_reason() or "embedded model server exited")
             if self._answers():
-                return self
+                break
             time.sleep(0.25)
+        else:
+            self._fail(f"embedded model server did not answer within {self.startup_timeout:.0f}s")
+        try:
+            self._complete_one_token()
+        except OSError as exc:
+            time.sleep(0.5)  # let a crashing server finish dying, so its signal is known
+            self._fail(self.exit_reason() or f"embedded model server failed its first completion: {exc}")
+        global _running
+        _running = self
+        return self
+
+    def _fail(self, reason: str) -> None:
         self.stop()
-        raise EngineeringFailure(f"embedded llama.cpp server did not answer within {self.startup_timeout:.0f}s")
+        raise EngineeringFailure(reason)
+
+    def exit_reason(self) -> str | None:
+        """A sentence naming how the server ended and what to do, or None if it runs."""
+        proc = self._proc or self._last_proc
+        code = proc.poll() if proc is not None else None
+        if code is None:
+            return None
+        log = self.log_path or "the server log is not kept"
+        if code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            hint = f"; {REBUILD_HINT}" if -code == signal.SIGILL else ""
+            return f"embedded model server exited with signal {-code} ({name}) (see {log}){hint}"
+        return f"embedded model server exited with code {code} (see {log})"
 
     def _answers(self) -> bool:
         try:
@@ -86,8 +139,22 @@ class EmbeddedServer:
         except OSError:
             return False
 
+    def _complete_one_token(self) -> None:
+        """A real completion: loading the weights is not the same as computing with them."""
+        body = json.dumps({"messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1}).encode()
+        request = urllib.request.Request(f"{self.base_url}/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=self.startup_timeout) as resp:
+            reply = json.loads(resp.read())
+        if not reply.get("choices"):
+            raise OSError(f"no choices in the reply: {str(reply)[:200]}")
+
     def stop(self) -> None:
+        global _running
+        if _running is self:
+            _running = None
         proc, self._proc = self._proc, None
+        self._last_proc = proc
         if proc is not None and proc.poll() is None:
             proc.terminate()
             try:

@@ -14,7 +14,8 @@ from functools import lru_cache
 
 from briefroom.graph.state import Fact
 from briefroom.protocol.summarizer import content_words, numbers_in, sentences
-from briefroom.report.draft import Claim, ReportDraft
+from briefroom.report.draft import Claim, ReportDraft, strip_attribution
+from briefroom.report.language import LABELS, labels
 
 _CITATION = re.compile(r"\[(\d+)\]")
 # A claim must share at least this fraction of its content words with ONE sentence of a
@@ -40,6 +41,10 @@ def grounding(claim_text: str, source_text: str) -> float:
         return 1.0
     return max((len(words & sw) / len(words) for sw in _sentence_words(source_text)), default=0.0)
 _SOURCE_LINE = re.compile(r"^\[(\d+)\].*\(source `([^`]+)`\)\s*$")
+# The Sources heading in each report language (report/draft.py writes them).
+SOURCES_HEADINGS = tuple(lab["sources"] for lab in LABELS.values())
+# Notes code writes into a report without a source: they state an absence, not a fact.
+NOTES = frozenset(lab[k] for lab in LABELS.values() for k in ("not_said", "sources_differ", "no_answer"))
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,8 @@ class Problem:
 
 
 def claim_problems(claim: Claim, source_texts: dict[str, str]) -> list[Problem]:
+    if claim.text.strip() in NOTES and not claim.source_ids:
+        return []  # "the documents do not say": code's honest note, nothing to verify
     problems = []
     known = [sid for sid in claim.source_ids if sid in source_texts]
     for sid in claim.source_ids:
@@ -91,14 +98,26 @@ def draft_problems(draft: ReportDraft, source_texts: dict[str, str], question: s
     return problems
 
 
-def markdown_problems(markdown: str, source_texts: dict[str, str]) -> list[Problem]:
-    """The same checks on a finished Markdown report (what ships is what is checked)."""
-    body, _, sources_part = markdown.partition("\n## Sources\n")
+def split_report(markdown: str) -> tuple[str, dict[str, str]]:
+    """A rendered report's body (without its Sources list and footer) and its citation
+    map, n -> source id, read back from the Sources list."""
+    for heading in SOURCES_HEADINGS:
+        body, _, rest = markdown.partition(f"\n## {heading}\n")
+        if rest:
+            break
+    body = "\n".join(strip_attribution(line) for line in body.splitlines())
+    sources_part = rest.split("\n---\n", 1)[0]
     mapping = {}
     for line in sources_part.splitlines():
         m = _SOURCE_LINE.match(line.strip())
         if m:
             mapping[m.group(1)] = m.group(2)
+    return body, mapping
+
+
+def markdown_problems(markdown: str, source_texts: dict[str, str]) -> list[Problem]:
+    """The same checks on a finished Markdown report (what ships is what is checked)."""
+    body, mapping = split_report(markdown)
     problems = []
     for line in body.splitlines():
         cited = _CITATION.findall(line)
@@ -138,8 +157,8 @@ def repair_draft(draft: ReportDraft, source_texts: dict[str, str], facts: list[F
         log.append(f"dropped unsupported claim {claim.text!r}")
         return None
 
-    short = fix(draft.short_answer, question) or Claim(
-        text="The sources retrieved in this run do not support a reliable short answer.", source_ids=["-"])
+    lab = labels(question)
+    short = fix(draft.short_answer, question) or Claim(text=lab["no_answer"], source_ids=["-"])
     figures = [c for c in (fix(c) for c in draft.key_figures) if c is not None]
     vocabulary = label_vocabulary(question, source_texts)
 
@@ -154,7 +173,7 @@ def repair_draft(draft: ReportDraft, source_texts: dict[str, str], facts: list[F
     for section in draft.sections:
         claims = [c for c in (fix(c) for c in section.claims) if c is not None]
         if claims:
-            heading = label(section.heading, "Findings", "heading")
+            heading = label(section.heading, lab["findings"], "heading")
             sections.append(section.model_copy(update={"claims": claims, "heading": heading}))
     if not sections:
         sections = [draft.sections[0].model_copy(update={"claims": [short]})]

@@ -7,22 +7,34 @@ small model cannot get the numbering wrong.
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from briefroom.graph.state import SourceRecord
 
 KEY_FIGURES_HEADING = "Key figures (quoted verbatim from the sources)"
+# "- “quote” [2] — *Who says it*": the attribution after a citation is a label, not a claim.
+_ATTRIBUTION = re.compile(r"(\]\s*)\s—\s\*[^*]+\*\s*$")
+
+
+def strip_attribution(line: str) -> str:
+    return _ATTRIBUTION.sub(r"\1", line)
 
 
 class Claim(BaseModel):
     text: str = Field(min_length=3, description="one sentence; numbers exactly as in the sources",
-                      json_schema_extra={"x-fill": "evidence.text"})
+                      json_schema_extra={"x-fill": "evidence.text", "maxLength": 400})
     # The schema asks models for at least one source (small models otherwise send empty
     # lists); validation accepts none, so an honest "no evidence" statement can be
     # represented, and the Critic's checks decide what an uncited claim may do.
     source_ids: list[str] = Field(max_length=3, description="ids of the sources backing it",
                                   json_schema_extra={"x-fill": "evidence.refs", "minItems": 1})
 
+
+    # Who says it, shown after the citation when sources disagree (filled in code, never by a model).
+    attribution: SkipJsonSchema[str | None] = None
 
     @field_validator("source_ids")
     @classmethod
@@ -31,14 +43,14 @@ class Claim(BaseModel):
 
 
 class DraftSection(BaseModel):
-    heading: str = Field(min_length=2, json_schema_extra={"x-fill": "heading"})
+    heading: str = Field(min_length=2, json_schema_extra={"x-fill": "heading", "maxLength": 120})
     claims: list[Claim] = Field(min_length=1, max_length=6)
 
 
 class WriterDraft(BaseModel):
     """What the Writer's model is asked for."""
 
-    title: str = Field(min_length=3, json_schema_extra={"x-fill": "title"})
+    title: str = Field(min_length=3, json_schema_extra={"x-fill": "title", "maxLength": 120})
     short_answer: Claim
     sections: list[DraftSection] = Field(min_length=1, max_length=4)
 
@@ -56,8 +68,13 @@ def _bare(text: str) -> str:
     return text.strip().strip("“”\"")
 
 
-def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer: str = "") -> tuple[str, list[str]]:
-    """Markdown with [n] citations numbered by first use; returns (markdown, ids by n)."""
+def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer: str = "",
+                    language: str = "en") -> tuple[str, list[str]]:
+    """Markdown with [n] citations numbered by first use; returns (markdown, ids by n).
+    Headings code writes are in `language` (the question's)."""
+    from briefroom.report.language import LABELS
+
+    lab = LABELS[language]
     order: list[str] = []
 
     def cite(claim: Claim) -> str:
@@ -67,10 +84,12 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
                 order.append(sid)
             marks.append(f"[{order.index(sid) + 1}]")
         text = claim.text.strip()
-        return f"{text} {''.join(marks)}" if marks else text
+        cited = f"{text} {''.join(marks)}" if marks else text
+        return f"{cited} — *{claim.attribution}*" if claim.attribution and marks else cited
 
-    lines = [f"# {draft.title.strip()}", "", "## Short answer", "", cite(draft.short_answer), ""]
-    written = {draft.short_answer.text.strip()}
+    lines = [f"# {draft.title.strip()}", "", f"## {lab['short_answer']}", "", cite(draft.short_answer), ""]
+    # The short answer may repeat a section's lead figure: the section still opens with it.
+    written: set[str] = set()
     for section in draft.sections:
         # Models repeat themselves; a claim already made is not made again.
         fresh = [c for c in section.claims if c.text.strip() not in written and not written.add(c.text.strip())]
@@ -79,12 +98,13 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
         lines += [f"## {section.heading.strip()}", ""]
         lines += [f"- {cite(claim)}" for claim in fresh]
         lines.append("")
+    written.add(draft.short_answer.text.strip())
     figures = [c for c in draft.key_figures if _bare(c.text) not in {_bare(w) for w in written}]
     if figures:
-        lines += [f"## {KEY_FIGURES_HEADING}", ""]
+        lines += [f"## {lab['key_figures']}", ""]
         lines += [f"- {cite(claim)}" for claim in figures]
         lines.append("")
-    lines += ["## Sources", ""]
+    lines += [f"## {lab['sources']}", ""]
     for n, sid in enumerate(order, start=1):
         record = sources.get(sid)
         if record is None:

@@ -1,0 +1,110 @@
+"""Scores for one finished report, computed from files a run leaves behind.
+
+Every metric reads the shipped Markdown (what a user reads), not the draft: a claim
+the Critic repaired counts as repaired. The source texts are the corpus documents
+themselves, loaded again, so a score does not trust anything the run said of them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from briefroom.protocol.summarizer import is_cjk, numbers_in, sentences
+from briefroom.report.checks import GROUNDING_THRESHOLD, grounding, split_report
+
+# Ways a report says the corpus does not answer (English and Chinese).
+SAYS_UNANSWERED = (
+    "do not say", "does not say", "do not state", "does not state", "do not answer", "does not answer",
+    "not answered", "no verified", "did not yield", "not support a reliable", "no passage", "do not report",
+    "文档未说明", "未说明", "没有说明", "未提及", "无法回答", "没有找到", "未找到", "没有可靠",
+)
+_CITE = re.compile(r"\[(\d+)\]")
+
+
+@dataclass
+class KeyFact:
+    name: str
+    any: list[str]
+    part: int = 1
+
+
+@dataclass
+class ReportScore:
+    recall: float                      # share of answer-key facts the body states
+    found: list[str]                   # names of those facts
+    missed: list[str]
+    coverage: float                    # share of the question's parts with a key fact (or, unanswerable: said so)
+    cited_sentences: int
+    supported_sentences: int
+    unsupported_numbers: list[str]     # "number — in: sentence"
+    unretrieved_citations: int         # [n] pointing at a source the run did not retrieve
+    trap_hits: list[str]               # must_not strings the report contains
+    language_ok: bool
+    says_unanswered: bool
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def support(self) -> float:
+        return self.supported_sentences / self.cited_sentences if self.cited_sentences else 1.0
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def states(body: str, spellings: list[str]) -> bool:
+    """A key fact is stated when one of its spellings stands in the body (case and spacing ignored)."""
+    flat = _normal(body)
+    squeezed = flat.replace(" ", "")
+    return any(_normal(s) in flat or _normal(s).replace(" ", "") in squeezed for s in spellings if s.strip())
+
+
+def score_report(markdown: str, *, question: str, language: str, answer_key: list[KeyFact], parts: list[str],
+                 must_not: list[str], unanswerable: bool, source_texts: dict[str, str],
+                 retrieved: set[str]) -> ReportScore:
+    """Score a report. `source_texts`: every corpus document's text by source id;
+    `retrieved`: the ids the run retrieved (a citation elsewhere is a fabrication)."""
+    body, mapping = split_report(markdown)
+    found = [k.name for k in answer_key if states(body, k.any)]
+    missed = [k.name for k in answer_key if k.name not in found]
+    recall = len(found) / len(answer_key) if answer_key else 1.0
+    said_unanswered = any(p in _normal(body) for p in SAYS_UNANSWERED)
+    if unanswerable:
+        coverage = 1.0 if said_unanswered else 0.0
+    else:
+        n_parts = max(len(parts), max((k.part for k in answer_key), default=1))
+        covered = {k.part for k in answer_key if k.name in found}
+        coverage = len(covered) / n_parts if n_parts else 1.0
+    cited = supported = unretrieved = 0
+    unsupported: list[str] = []
+    everything = " ".join(source_texts[s] for s in retrieved if s in source_texts) + " " + question
+    for line in body.splitlines():
+        text = _CITE.sub("", line).strip().lstrip("-#* ").strip()
+        if not text:
+            continue
+        ids = []
+        for n in _CITE.findall(line):
+            sid = mapping.get(n)
+            if sid is None or sid not in retrieved or sid not in source_texts:
+                unretrieved += 1
+            else:
+                ids.append(sid)
+        # A cited line answers to its sources; an uncited one (title, heading, note) to anything retrieved.
+        pool = " ".join(source_texts[s] for s in ids) if ids else everything
+        have = set(numbers_in(pool))
+        missing = [n for n in numbers_in(text) if n not in have]
+        unsupported += [f"{n} — in: {text[:120]}" for n in missing]
+        if _CITE.search(line):
+            cited += 1
+            grounded = max((grounding(text, source_texts[s]) for s in ids), default=0.0)
+            if ids and not missing and grounded >= GROUNDING_THRESHOLD:
+                supported += 1
+    wants_cjk = language.lower().startswith("zh")
+    prose = " ".join(sentences(body))
+    return ReportScore(recall=recall, found=found, missed=missed, coverage=coverage, cited_sentences=cited,
+                       supported_sentences=supported, unsupported_numbers=unsupported,
+                       unretrieved_citations=unretrieved,
+                       trap_hits=[t for t in must_not if states(body, [t])],
+                       language_ok=is_cjk(prose) == wants_cjk if prose else False,
+                       says_unanswered=said_unanswered)
