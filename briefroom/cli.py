@@ -587,15 +587,15 @@ def eval_(
                     f"unretrieved {s.unretrieved_citations}  traps {len(s.trap_hits)}  "
                     f"language {'ok' if s.language_ok else 'WRONG'}  {r.prompt_tokens:,} prompt tokens  "
                     f"{r.calls} calls  {r.wall_s:.0f}s" if s else f"{r.scenario:<32} {r.context:<8} failed: {r.error}")
-            stdout.print(line, markup=False)
+            sys.stdout.write(line + "\n")
         for c, row in summary.items():
             cached = "n/a" if row["cached_prompt_tokens"] is None else f"{row['cached_prompt_tokens']:,}"
-            stdout.print(f"overall {c}: recall {row['recall']:.2f}, support {row['support']:.2f}, coverage "
-                         f"{row['coverage']:.2f}, {row['unsupported_numbers']} unsupported numbers, "
-                         f"{row['unretrieved_citations']} unretrieved citations, {row['trap_hits']} traps, language "
-                         f"ok {row['language_ok']}/{row['runs'] - row['failed']}, {row['prompt_tokens']:,} prompt + "
-                         f"{row['completion_tokens']:,} completion tokens ({cached} cached), {row['calls']} calls, "
-                         f"{row['wall_s']}s", markup=False)
+            sys.stdout.write(f"overall {c}: recall {row['recall']:.2f}, support {row['support']:.2f}, coverage "
+                             f"{row['coverage']:.2f}, {row['unsupported_numbers']} unsupported numbers, "
+                             f"{row['unretrieved_citations']} unretrieved citations, {row['trap_hits']} traps, "
+                             f"language ok {row['language_ok']}/{row['runs'] - row['failed']}, "
+                             f"{row['prompt_tokens']:,} prompt + {row['completion_tokens']:,} completion tokens "
+                             f"({cached} cached), {row['calls']} calls, {row['wall_s']}s\n")
     if html_file is not None:
         html_file.write_text(page.render(results, summary), encoding="utf-8")
         err.print(f"wrote {html_file}")

@@ -70,6 +70,17 @@ class Role:
             raise ValueError(f"role {self.name!r}: finishing_duty must be 'draft', 'check' or None")
 
 
+def cached_prompt_tokens(reply: AIMessage) -> int | None:
+    """Prompt tokens the endpoint served from its cache, if it says (OpenAI-style
+    `prompt_tokens_details.cached_tokens`, which langchain reports as `cache_read`)."""
+    details = (reply.usage_metadata or {}).get("input_token_details") or {}
+    if "cache_read" in details:
+        return int(details["cache_read"] or 0)
+    usage = (reply.response_metadata or {}).get("token_usage") or {}
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    return int(cached) if cached is not None else None
+
+
 def constrain_schema(schema: dict, enums: dict[str, list[str]], max_items: dict[str, int] | None = None) -> dict:
     """Restrict named properties (anywhere in the schema) to the given values, and named
     lists to at most so many items.
@@ -241,6 +252,7 @@ class Turn:
                            use_pct=round(100 * prompt_tokens / prompt.budget, 1), prefix_hash=prompt.prefix_hash,
                            build=build, compaction=bool(build["changes"]),
                            strategy=self.ctx.context_strategy, completion_tokens=completion,
+                           cached_tokens=cached_prompt_tokens(reply),
                            latency_ms=round(latency * 1000, 1), response=serialize_messages([reply])[0])
         self.ctx.progress(self.round, self.role.name, f"{purpose} ({prompt_tokens}/{prompt.budget} tokens)")
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from briefroom.agents.base import Role, Turn
-from briefroom.graph.state import Report
+from briefroom.graph.state import Fact, Report, SourceRecord
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import MsgType
+from briefroom.protocol.summarizer import numbers_in, sentences
 from briefroom.report.draft import (
     Claim,
     DraftSection,
@@ -22,6 +25,18 @@ def accepted_conclusions(turn: Turn):
     for critique in turn.inbox_of(MsgType.CRITIQUE):
         rejected.update((critique.body.structured_data.get("rejected") or {}).keys())
     return [m for m in turn.inbox_of(MsgType.CONCLUSION) if m.body.references and m.msg_id not in rejected]
+
+
+def passage_sentences(sources: dict[str, SourceRecord], round: int) -> list[Fact]:
+    """Every sentence of every passage the team saw, verbatim with its source."""
+    out = []
+    for sid, record in sources.items():
+        for passage in record.passages:
+            for text in sentences(passage.text):
+                digest = hashlib.sha256(f"{sid}|{text}".encode()).hexdigest()[:10]
+                out.append(Fact(fact_id=f"P{digest}", text=text, numbers=tuple(numbers_in(text)), source_id=sid,
+                                found_by="passage", round=round))
+    return out
 
 
 def step(turn: Turn) -> None:
@@ -52,11 +67,12 @@ def step(turn: Turn) -> None:
         if critiques:
             task += "\nThe Critic sent the last draft back:\n" + "\n".join(critiques)
         draft = turn.ask(task, WriterDraft, facts=facts, enums={"source_ids": allowed})
-        # Verified figures for each part of the question: confirmed facts first, then the
-        # other verbatim sentences of retrieved sources.
+        # What may open a section: verbatim sentences of retrieved sources, confirmed facts
+        # first; sentences without figures too, since "why…" is answered in words.
         retrieved = [f for f in turn.all_facts() if f.source_id in sources]
-        ranked = sorted(retrieved, key=lambda f: not f.confirmed_by)
-        report = outline(draft, ranked, goal, {sid: sources[sid].title for sid in sources})
+        ranked = sorted(retrieved, key=lambda f: not f.confirmed_by) + passage_sentences(sources, turn.round)
+        embed = turn.ctx.index.embedder.embed if turn.ctx.index is not None else None
+        report = outline(draft, ranked, goal, {sid: sources[sid].title for sid in sources}, embed)
     markdown, cited = render_markdown(report, sources, footer=footer, language=language)
     revision = turn.state.get("revisions", 0)
     turn.extra["report"] = Report(markdown=markdown, cited_sources=tuple(cited), round=turn.round, revision=revision)

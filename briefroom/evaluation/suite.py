@@ -108,7 +108,7 @@ def run_case(folder: Path, scenario: Scenario, *, context: str, repeat: int, mod
     label = scenario.recorded_with or REPLAY if replaying else str(model)
     result = CaseResult(scenario.name, context, repeat, label, str(run_dir), None, error, round(wall, 2))
     if (run_dir / "run.jsonl").is_file():
-        calls = calls_of(load_events(run_dir / "run.jsonl"))
+        calls = calls_of(load_events(run_dir))
         result.tokens = agent_totals(calls)
         cached = [c["cached_tokens"] for c in calls if c.get("cached_tokens") is not None]
         result.cached_prompt_tokens = sum(cached) if cached else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 
 _counts: dict[str, int] = {}
 
@@ -33,3 +34,8 @@ def reached(point: str) -> None:
     _counts[point] = _counts.get(point, 0) + 1
     if _counts[point] == target[1]:
         os.kill(os.getpid(), target[2])
+        if target[2] == signal.SIGINT and threading.current_thread() is not threading.main_thread():
+            # Python runs signal handlers in the main thread, at its own pace: a worker
+            # thread would go on and might finish the run first. Stopping here too makes
+            # the interrupt land at this point, every time.
+            raise KeyboardInterrupt

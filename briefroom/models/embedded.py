@@ -91,10 +91,7 @@ class EmbeddedServer:
             raise ConfigError("llama-cpp-python is not installed: pip install 'briefroom[local]'")
         self.port = free_port()
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path), "--host", "127.0.0.1",
-               "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
-               "--n_threads_batch", str(self.threads)]
-        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=self._log, stdin=subprocess.DEVNULL,
+        self._proc = subprocess.Popen(self.command(), stdout=self._log, stderr=self._log, stdin=subprocess.DEVNULL,
                                       env=server_environment())
         atexit.register(self.stop)
         deadline = time.monotonic() + self.startup_timeout
@@ -114,6 +111,11 @@ class EmbeddedServer:
         global _running
         _running = self
         return self
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path), "--host", "127.0.0.1",
+                "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
+                "--n_threads_batch", str(self.threads)]
 
     def _fail(self, reason: str) -> None:
         self.stop()

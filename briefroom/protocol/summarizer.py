@@ -47,6 +47,15 @@ _STOPWORDS = frozenset(
     "many much does did".split())
 
 
+def _stem(word: str) -> str:
+    """A light English stemmer: "added", "adds" and "adding" are "add"; "growing" is "grow".
+    Enough for overlap counting; not a linguistic stem."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            return word[: -len(suffix)]
+    return word
+
+
 def content_words(text: str) -> set[str]:
     """Lower-case words of three letters or more, without the commonest function words;
     Chinese has no spaces, so its content is counted in overlapping character pairs
@@ -59,10 +68,16 @@ def content_words(text: str) -> set[str]:
     return words
 
 
+def stemmed_words(text: str) -> set[str]:
+    """content_words with English endings folded, for ranking: "added" finds "add".
+    The checks that decide what a report may say keep exact words (content_words)."""
+    return {_stem(w) for w in content_words(text)}
+
+
 def relevance(text: str, query: str) -> float:
-    """Share of the query's content words that `text` contains (0..1)."""
-    wanted = content_words(query)
-    return len(wanted & content_words(text)) / len(wanted) if wanted else 0.0
+    """Share of the query's (stemmed) content words that `text` contains (0..1)."""
+    wanted = stemmed_words(query)
+    return len(wanted & stemmed_words(text)) / len(wanted) if wanted else 0.0
 
 
 def numbers_in(text: str) -> list[str]:

@@ -44,7 +44,8 @@ _SOURCE_LINE = re.compile(r"^\[(\d+)\].*\(source `([^`]+)`\)\s*$")
 # The Sources heading in each report language (report/draft.py writes them).
 SOURCES_HEADINGS = tuple(lab["sources"] for lab in LABELS.values())
 # Notes code writes into a report without a source: they state an absence, not a fact.
-NOTES = frozenset(lab[k] for lab in LABELS.values() for k in ("not_said", "sources_differ", "no_answer"))
+NOTES = frozenset(lab[k] for lab in LABELS.values() for k in ("not_said", "sources_differ", "no_answer",
+                                                              "no_evidence"))
 
 
 @dataclass(frozen=True)
@@ -91,11 +92,19 @@ def label_vocabulary(question: str, source_texts: dict[str, str]) -> set[str]:
 def draft_problems(draft: ReportDraft, source_texts: dict[str, str], question: str = "") -> list[Problem]:
     problems = [p for claim in draft.claims() for p in claim_problems(claim, source_texts)]
     vocabulary = label_vocabulary(question, source_texts)
+    known = label_numbers(question, source_texts)
     for what, text in [("title", draft.title), *(("heading", s.heading) for s in draft.sections)]:
         words = content_words(text)
         if words and len(words & vocabulary) / len(words) < LABEL_THRESHOLD:
             problems.append(Problem("off_topic_label", text, f"the {what} is about neither the question nor the sources"))
+        # a title or heading is read as a claim: its figures must stand in the question or a source
+        problems += [Problem("unsupported_number", text, f"{n} in the {what} is in neither the question nor "
+                             "any retrieved source") for n in numbers_in(text) if n not in known]
     return problems
+
+
+def label_numbers(question: str, source_texts: dict[str, str]) -> set[str]:
+    return set(numbers_in(question)).union(*(numbers_in(t) for t in source_texts.values()))
 
 
 def split_report(markdown: str) -> tuple[str, dict[str, str]]:
@@ -158,13 +167,15 @@ def repair_draft(draft: ReportDraft, source_texts: dict[str, str], facts: list[F
         return None
 
     lab = labels(question)
-    short = fix(draft.short_answer, question) or Claim(text=lab["no_answer"], source_ids=["-"])
+    short = fix(draft.short_answer, question) or Claim.model_construct(text=lab["no_answer"], source_ids=[])
     figures = [c for c in (fix(c) for c in draft.key_figures) if c is not None]
     vocabulary = label_vocabulary(question, source_texts)
+    known = label_numbers(question, source_texts)
 
     def label(text: str, fallback: str, what: str) -> str:
         words = content_words(text)
-        if text == fallback or not words or len(words & vocabulary) / len(words) >= LABEL_THRESHOLD:
+        on_topic = not words or len(words & vocabulary) / len(words) >= LABEL_THRESHOLD
+        if text == fallback or (on_topic and set(numbers_in(text)) <= known):
             return text
         log.append(f"replaced {what} {text!r} with {fallback!r}")
         return fallback
@@ -177,8 +188,6 @@ def repair_draft(draft: ReportDraft, source_texts: dict[str, str], facts: list[F
             sections.append(section.model_copy(update={"claims": claims, "heading": heading}))
     if not sections:
         sections = [draft.sections[0].model_copy(update={"claims": [short]})]
-    if short.source_ids == ["-"]:
-        short = Claim.model_construct(text=short.text, source_ids=[])
     title = label(draft.title, question or "Research report", "title")
     return draft.model_copy(update={"title": title, "short_answer": short, "sections": sections,
                                     "key_figures": figures}), log

@@ -11,48 +11,168 @@ they speak to. Key figures keep only facts relevant to the question.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from briefroom.graph.state import Fact
-from briefroom.protocol.summarizer import content_words, numbers_in, relevance
+from briefroom.protocol.summarizer import content_words, numbers_in, relevance, stemmed_words
 from briefroom.report.draft import Claim, DraftSection, ReportDraft, WriterDraft
-from briefroom.report.language import heading_for, labels, question_parts
+from briefroom.report.language import heading_for, labels, language_of, question_parts
 
 # A fact must hold this share of its part's (and question's) words to answer the part.
 ANSWERS_PART = 0.4
 # Facts scoring within this share of the best one are rivals: shown side by side.
-RIVAL_SHARE = 0.85
-MAX_LEADS = 2
-MAX_KEY_FIGURES = 6
+RIVAL_SHARE = 0.93
+MAX_LEADS = 3
+MAX_KEY_FIGURES = 4
+# The model's own sentences join a section when they score this share of its lead.
+MODEL_SHARE = 0.95
+# Key figures are facts that speak to the whole question at least this well.
+KEY_FIGURE = 0.5
+# A sentence about another subject (a name the question does not use) loses this much.
+OTHER_SUBJECT = 0.25
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z-]+")
 # Years in a part pick the facts of that year over those of another.
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
 
 
-def part_score(text: str, part: str, question: str) -> float:
-    """How well `text` answers `part` of `question` (0..1+): the part's own words count
-    most, the question's give a part like "by how much" its subject, a matching year helps."""
-    own = content_words(part)
-    score = (0.7 * relevance(text, part) + 0.3 * relevance(text, question)) if own else relevance(text, question)
-    found = set(_YEAR.findall(text))
-    if set(_YEAR.findall(part)) & found:
-        score += 0.15
-    elif set(_YEAR.findall(question)) & found:
-        score += 0.05  # the question's year, for a part that names none: a weaker hint
-    return score
+def allowed_years(question: str) -> set[str]:
+    """The years a question is about: those it names, and every year between two it names."""
+    years = sorted(int(y) for y in _YEAR.findall(question))
+    if len(years) >= 2:
+        return {str(y) for y in range(years[0], years[-1] + 1)}
+    return {str(y) for y in years}
 
 
-def _leads(facts: list[Fact], part: str, question: str) -> list[Fact]:
-    """The best verified figure(s) for a part: the top fact, and any rival from another
-    source that scores nearly as well but gives other numbers."""
-    scored = sorted(((part_score(f.text, part, question) + (0.05 if f.confirmed_by else 0.0), n, f)
-                     for n, f in enumerate(facts)), key=lambda t: (-t[0], t[1]))
+def about_other_years(text: str, question: str, title: str = "") -> bool:
+    """A sentence that names years, none of them the question's, is about another time.
+    One that names none ("that year the fastest-growing type was…") is about its
+    document's time, when the document's title names one."""
+    wanted = allowed_years(question)
+    named = set(_YEAR.findall(text)) or set(_YEAR.findall(title))
+    return bool(wanted and named and not named & wanted)
+
+
+def _figures(text: str) -> set[str]:
+    """The numbers of a sentence that are not years."""
+    return {n for n in numbers_in(text) if not _YEAR.fullmatch(n)}
+
+
+Embed = Callable[[list[str]], list[list[float]]]
+
+
+class Scorer:
+    """How well a sentence answers a part of the question (0..1+).
+
+    Lexical: the part's own words count most; the question's give a part like "by how
+    much" its subject; words the question never used count against; a matching year
+    helps. Semantic, when an embedder is given and the question is not Chinese (the
+    bundled embedder knows English only): cosine similarity of the sentence to the part
+    and to the question, so "put into service" can answer "installed".
+    """
+
+    def __init__(self, question: str, parts: list[str], texts: list[str], embed: Embed | None = None):
+        self.question = question
+        self.names = proper_names(texts)
+        self.asked = {w.lower() for w in _TOKEN.findall(question)}
+        self.semantic: dict[tuple[str, str], float] = {}
+        if embed is not None and language_of(question) == "en" and texts:
+            unique = list(dict.fromkeys(texts))
+            vectors = embed([*parts, question, *unique])
+            asked, whole, rest = vectors[:len(parts)], vectors[len(parts)], vectors[len(parts) + 1:]
+            for text, v in zip(unique, rest):
+                to_question = _cos(v, whole)
+                for part, p in zip(parts, asked):
+                    self.semantic[(text, part)] = 0.7 * _cos(v, p) + 0.3 * to_question
+                self.semantic[(text, question)] = to_question
+
+    def __call__(self, text: str, part: str) -> float:
+        question = self.question
+        own = content_words(part)
+        # a part with words of its own is judged mostly by them; a bare "by how much" by the question's
+        share = 0.65 if len(own) >= 3 else 0.55 if own else 0.0
+        lexical = share * relevance(text, part) + (0.8 - share) * relevance(text, question)
+        words = stemmed_words(text)
+        if words:
+            lexical += 0.2 * len(words & (stemmed_words(part) | stemmed_words(question))) / len(words)
+        semantic = self.semantic.get((text, part))
+        score = lexical if semantic is None else 0.5 * lexical + 0.5 * semantic
+        if self.other_subject(text):
+            score -= OTHER_SUBJECT
+        found = set(_YEAR.findall(text))
+        if set(_YEAR.findall(part)) & found:
+            score += 0.15
+        elif set(_YEAR.findall(question)) & found:
+            score += 0.05  # the question's year, for a part that names none: a weaker hint
+        return score
+
+
+    def other_subject(self, text: str) -> bool:
+        """The sentence opens with a name the question does not use ("Estmark, Norvalia's
+        neighbour, added…", "Velmora Water reported…"): it is about someone else."""
+        first = _TOKEN.match(text.lstrip("“\"'( "))
+        return bool(first and first.group(0) in self.names and first.group(0).lower() not in self.asked)
+
+
+def proper_names(texts: list[str]) -> set[str]:
+    """Capitalised words that are names in these texts: written capitalised inside a
+    sentence somewhere, and never in lower case (so "Installers" or "Worldwide" opening a
+    sentence are not names, "Sweden" and "Estmark" are)."""
+    inner: set[str] = set()
+    lower: set[str] = set()
+    for text in texts:
+        for n, m in enumerate(_TOKEN.finditer(text)):
+            word = m.group(0)
+            opening = n == 0 or text[max(0, m.start() - 2):m.start()].strip() in (".", "“", "\"")
+            # an opening word is a name when a comma or "'s" follows it ("Estmark, …", "Norvalia's …")
+            if word[0].isupper() and (not opening or text[m.end():m.end() + 2] in (", ", "'s", "’s")):
+                inner.add(word)
+            elif word[0].islower():
+                lower.add(word)
+    return {w for w in inner if w.lower() not in lower and len(w) >= 3}
+
+
+def _cos(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b))  # the embedder's vectors are unit length
+
+
+_WANTS_FIGURE = re.compile(r"\bhow (?:many|much|big|large|fast|high|low)\b|\bby how\b|\bwhat (?:was|is|were|are|will) "
+                           r"the (?:number|share|total|average|size|cost|price|capacity|rate|value|level)\b|"
+                           r"多少|几|规模|比例|增长了|增速", re.I)
+
+
+def wants_figure(part: str) -> bool:
+    """"How many…", "by how much", "…是多少": only a sentence with a figure answers it."""
+    return bool(_WANTS_FIGURE.search(part))
+
+
+def is_statement(text: str) -> bool:
+    """A sentence, not a heading or caption that lost its markup."""
+    return text.rstrip(" ”\"'）)").endswith((".", "!", "?", "。", "！", "？")) or len(text.split()) >= 12
+
+
+def may_answer(text: str, part: str, question: str, title: str = "") -> bool:
+    """A statement, with a figure where the part asks for one, about the question's time."""
+    figure = wants_figure(part) or (not content_words(part) and wants_figure(question))
+    return is_statement(text) and (bool(_figures(text)) or not figure) and not about_other_years(text, question,
+                                                                                                  title)
+
+
+def _leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], used: set[str]) -> list[Fact]:
+    """The best verified sentence(s) for a part: the top one, and any rival from another
+    source that scores nearly as well but gives other figures."""
+    question = score.question
+    scored = sorted(((score(f.text, part) + (0.05 if f.confirmed_by else 0.0), n, f)
+                     for n, f in enumerate(facts)
+                     if f.text not in used and may_answer(f.text, part, question, titles.get(f.source_id, ""))),
+                    key=lambda t: (-t[0], t[1]))
     if not scored or scored[0][0] < ANSWERS_PART:
         return []
     best_score, _, best = scored[0]
     leads = [best]
-    for score, _, fact in scored[1:]:
-        if len(leads) >= MAX_LEADS or score < max(ANSWERS_PART, RIVAL_SHARE * best_score):
+    for value, _, fact in scored[1:]:
+        if len(leads) >= MAX_LEADS or value < max(ANSWERS_PART, RIVAL_SHARE * best_score):
             break
-        if fact.source_id != best.source_id and set(fact.numbers) != set(best.numbers):
+        if fact.source_id != best.source_id and _figures(fact.text) != _figures(best.text):
             leads.append(fact)
     return leads
 
@@ -64,21 +184,23 @@ def _quote(fact: Fact, attribution: str | None = None) -> Claim:
 def _is_title(text: str) -> bool:
     """A title names a subject; a sentence with figures is a claim, not a title."""
     words = text.split()
-    return 2 <= len(words) <= 16 and not text.rstrip().endswith((".", "。")) and not [
-        n for n in numbers_in(text) if not _YEAR.fullmatch(n)] and len(text) <= 120
+    return 2 <= len(words) <= 16 and not text.rstrip().endswith((".", "。")) and not _figures(text) \
+        and len(text) <= 120
 
 
 def outline(draft: WriterDraft, facts: list[Fact], question: str,
-            titles: dict[str, str] | None = None) -> ReportDraft:
+            titles: dict[str, str] | None = None, embed: Embed | None = None) -> ReportDraft:
     """Rebuild the model's draft around the question's parts (see the module docstring)."""
     lab = labels(question)
     titles = titles or {}
     parts = question_parts(question)
     model_claims = [c for s in draft.sections for c in s.claims]
+    facts = list({f.text: f for f in reversed(facts)}.values())[::-1]  # one per sentence, first kept
+    score = Scorer(question, parts, [f.text for f in facts] + [c.text for c in model_claims], embed)
     used: set[str] = set()
     sections: list[DraftSection] = []
     for part in parts:
-        leads = _leads(facts, part, question)
+        leads = _leads(facts, part, score, titles, used)
         claims: list[Claim] = []
         if not leads:
             claims.append(Claim.model_construct(text=lab["not_said"], source_ids=[]))
@@ -88,10 +210,11 @@ def outline(draft: WriterDraft, facts: list[Fact], question: str,
         else:
             claims.append(_quote(leads[0]))
         used.update(f.text for f in leads)
-        if leads:  # the model's sentences that speak to this part, best first
-            mine = sorted((c for c in model_claims if c.text not in used
-                           and part_score(c.text, part, question) >= ANSWERS_PART),
-                          key=lambda c: -part_score(c.text, part, question))
+        if leads:  # the model's sentences that speak to this part as well as its lead does
+            bar = max(ANSWERS_PART, MODEL_SHARE * score(leads[0].text, part))
+            mine = sorted((c for c in model_claims if c.text not in used and c.source_ids
+                           and may_answer(c.text, part, question) and score(c.text, part) >= bar),
+                          key=lambda c: -score(c.text, part))
             for claim in mine[:3]:
                 used.add(claim.text)
                 claims.append(claim)
@@ -99,9 +222,11 @@ def outline(draft: WriterDraft, facts: list[Fact], question: str,
                                                      else lab["findings"], claims=claims))
     short = draft.short_answer
     first = next((c for c in sections[0].claims if c.source_ids), None)
-    if first is not None and part_score(short.text, parts[0], question) < ANSWERS_PART:
-        short = first  # the model's answer is about something else: the best figure answers instead
-    relevant = [f for f in facts if f.text not in used and part_score(f.text, question, question) >= ANSWERS_PART]
+    if first is not None and not _figures(first.text) & _figures(short.text):
+        short = first  # the model's answer does not give the best figure: the figure answers instead
+    relevant = [f for f in facts if f.text not in used and _figures(f.text) and is_statement(f.text)
+                and not about_other_years(f.text, question, titles.get(f.source_id, ""))
+                and score(f.text, question) >= KEY_FIGURE]
     figures = [_quote(f) for f in relevant[:MAX_KEY_FIGURES]]
     title = draft.title if _is_title(draft.title) else heading_for(question)
     return ReportDraft.model_construct(title=title, short_answer=short, sections=sections, key_figures=figures)

@@ -56,7 +56,8 @@ def test_full_round_with_scripted_models(small_corpus, data_dir, tmp_path):
         return AIMessage(content=json.dumps({"verdicts": [
             {"msg_id": i, "verdict": "accept", "reason": "supported"} for i in enum_of(kwargs, "msg_id")]}))
 
-    bad_draft = {"title": "Cloud market 2026", "short_answer": {"text": "It is 999 billion USD.", "source_ids": [market]},
+    bad_draft = {"title": "Cloud market 2026", "short_answer": {"text": "It is 723 billion USD, up from 999 billion USD.",
+                                                          "source_ids": [market]},
                  "sections": [{"heading": "Size", "claims": [{"text": "Azure grew 31%.", "source_ids": [market]}]}]}
     good_draft = {"title": "Cloud market 2026",
                   "short_answer": {"text": "Spending will reach 723 billion USD in 2026.", "source_ids": [market]},

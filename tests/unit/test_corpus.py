@@ -66,3 +66,38 @@ def test_broken_pdf_is_a_clear_error(tmp_path):
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     with pytest.raises(ConfigError, match="cannot read PDF"):
         load_corpus(tmp_path)
+
+
+def test_chinese_text_is_chunked_at_sentence_ends_by_size():
+    from briefroom.corpus.chunking import chunk_text
+
+    text = "".join(f"第{i}句说明充电桩的数量增长了{i}万台。" for i in range(60))
+    chunks = chunk_text("S1", text, max_words=40)
+    assert len(chunks) > 3  # one unspaced paragraph is not one giant chunk
+    assert all(c.text.endswith("。") for c in chunks) and all(text[c.start:c.end] == c.text for c in chunks)
+
+
+def test_lexical_ranking_finds_chinese_and_exact_names():
+    from briefroom.corpus.lexical import LexicalIndex, fuse
+
+    index = LexicalIndex.build([("a", "2025年临江省公共充电桩保有量达到48.6万台。"), ("b", "澜州市地铁日均客运量为386.7万人次。"),
+                                ("c", "The Amber Line carried 61,400 riders a day in 2025."),
+                                ("d", "The Cobalt Line carried 74,200 riders a day in 2025.")])
+    assert index.search("临江省公共充电桩有多少？", 1)[0][0] == "a"
+    assert index.search("Amber Line ridership 2025", 1)[0][0] == "c"
+    assert fuse([["x", "a", "b"], ["a", "c"]], 2) == ["a", "x"]
+
+
+def test_a_chinese_question_retrieves_the_chinese_passage_that_answers(tmp_path, data_dir):
+    from briefroom.corpus.embeddings import make_embedder
+    from briefroom.corpus.index import CorpusIndex
+
+    corpus = tmp_path / "zh"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# 通报\n\n截至2025年底，临江省公共充电桩保有量达到48.6万台。\n", encoding="utf-8")
+    (corpus / "b.md").write_text("# 菜谱\n\n番茄炒蛋需要三个鸡蛋和两个番茄，炒五分钟。\n", encoding="utf-8")
+    (corpus / "c.md").write_text("# 客运\n\n澜州市城市轨道交通日均客运量为386.7万人次。\n", encoding="utf-8")
+    index = CorpusIndex(data_dir, make_embedder("local"))
+    index.sync([corpus])
+    assert "48.6万台" in index.search("临江省公共充电桩保有量是多少？", k=1)[0].text
+    index.close()

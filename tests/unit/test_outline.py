@@ -1,0 +1,65 @@
+"""A section per part of the question, led by its best verified sentence."""
+
+from briefroom.graph.state import Fact
+from briefroom.report.draft import Claim, DraftSection, WriterDraft
+from briefroom.report.language import LABELS
+from briefroom.report.outline import outline, proper_names
+
+
+def fact(text: str, sid: str) -> Fact:
+    return Fact(fact_id=f"F{abs(hash(text)) % 10**8}", text=text, source_id=sid, found_by="searcher", round=1)
+
+
+def model_draft(short: str = "It is big.", sid: str = "S1") -> WriterDraft:
+    return WriterDraft(title="Heat pump report", short_answer=Claim(text=short, source_ids=[sid]),
+                       sections=[DraftSection(heading="Notes", claims=[Claim(text=short, source_ids=[sid])])])
+
+
+QUESTION = "How many heat pumps were installed in Norvalia in 2025, and which installer was the largest?"
+FACTS = [fact("Installers put 1.84 million heat pumps into service in Norvalia in 2025.", "S1"),
+         fact("In 2024, 1.97 million heat pumps were installed in Norvalia.", "S2"),
+         fact("Recipe: bake the bread for 40 minutes at 220 degrees.", "S3")]
+
+
+def test_each_part_gets_a_section_and_an_unsupported_part_says_so():
+    report = outline(model_draft(), FACTS, QUESTION)
+    assert [s.heading for s in report.sections] == ["How many heat pumps were installed in Norvalia in 2025",
+                                                     "Which installer was the largest"]
+    assert "1.84 million" in report.sections[0].claims[0].text
+    assert [c.text for c in report.sections[1].claims] == [LABELS["en"]["not_said"]]
+
+
+def test_a_figure_of_another_year_never_leads_and_the_answer_leads_the_short_answer():
+    report = outline(model_draft("Sales were 1.97 million.", "S2"), FACTS, QUESTION)
+    assert "1.84 million" in report.short_answer.text  # the model's answer lacked the best figure
+    assert all("1.97" not in c.text for s in report.sections for c in s.claims)
+    assert all("1.97" not in c.text and "bread" not in c.text for c in report.key_figures)
+
+
+def test_rival_figures_stand_side_by_side_with_who_says_them():
+    question = "How big is the 2026 public cloud market?"
+    facts = [fact("Worldwide spending on public cloud services is forecast to reach 723 billion USD in 2026.", "A"),
+             fact("A research firm raised its forecast for 2026 public cloud spending to 680 billion USD.", "B")]
+    report = outline(model_draft("Cloud is big.", "A"), facts, question, {"A": "Analyst brief", "B": "Newswire"})
+    claims = report.sections[0].claims
+    assert claims[0].text == LABELS["en"]["sources_differ"]
+    assert {c.attribution for c in claims[1:]} == {"Analyst brief", "Newswire"}
+
+
+def test_a_sentence_about_another_named_subject_does_not_lead():
+    question = "How much offshore wind capacity did Norvalia add in 2025?"
+    facts = [fact("Estmark, Norvalia's southern neighbour, added 3.3 GW of offshore wind capacity in 2025.", "E"),
+             fact("Norvalia added 2.6 GW of new offshore wind capacity in 2025, the directorate said.", "N")]
+    assert "Estmark" in proper_names([f.text for f in facts])
+    report = outline(model_draft("Wind grew.", "N"), facts, question)
+    assert "2.6 GW" in report.sections[0].claims[0].text
+
+
+def test_a_chinese_question_gets_chinese_notes():
+    question = "2025年临江省公共充电桩保有量是多少？增长最快的是哪类充电桩？"
+    facts = [fact("截至2025年底，临江省公共充电桩保有量达到48.6万台，同比增长27.4%。", "S1")]
+    report = outline(WriterDraft(title="临江省充电桩", short_answer=Claim(text="很多。", source_ids=["S1"]),
+                                 sections=[DraftSection(heading="概况", claims=[Claim(text="很多。", source_ids=["S1"])])]),
+                     facts, question)
+    assert "48.6万台" in report.sections[0].claims[0].text
+    assert report.sections[1].claims[0].text == LABELS["zh"]["not_said"]
