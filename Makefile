@@ -51,12 +51,18 @@ lint: install
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not e2e"
 
-# Re-record the shipped scenario with the embedded model (after a prompt change).
+# Re-record every shipped scenario with the embedded model (after a prompt change);
+# the answer keys in scenario.yaml are kept. One: make record-scenarios SCENARIOS=scenarios/zh-rail-ridership
+SCENARIOS ?= $(sort $(dir $(wildcard scenarios/*/scenario.yaml)))
 record-scenarios: install
-	rm -f scenarios/cloud-market/cassette.jsonl scenarios/cloud-market/report.md
-	$(BIN)/briefroom research "$$(sed -n 's/^question: //p' scenarios/cloud-market/scenario.yaml)" \
-		--corpus scenarios/cloud-market/corpus --rounds 2 --out /tmp/briefroom-record-$$$$ \
-		--record scenarios/cloud-market --data-dir .briefroom-data --quiet > /dev/null
+	set -e; for s in $(SCENARIOS); do \
+		s=$${s%/}; echo "recording $$s"; \
+		rm -f $$s/cassette.jsonl $$s/report.md; \
+		$(BIN)/briefroom research "$$(sed -n 's/^question: //p' $$s/scenario.yaml | sed 's/^"//; s/"$$//')" \
+			--corpus $$s/corpus --rounds "$$(sed -n 's/^rounds: //p' $$s/scenario.yaml)" \
+			--out /tmp/briefroom-record-$$$$-$$(basename $$s) --record $$s --data-dir .briefroom-data \
+			--no-memory --quiet > /dev/null; \
+	done
 
 clean:
 	rm -rf $(VENV) .briefroom-data runs .pytest_cache

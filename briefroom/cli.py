@@ -573,8 +573,11 @@ def eval_(
     if model is None and (context or base_url):
         raise _fail("--context and --base-url go with --model: without a model, scenarios replay their recordings", 2)
     settings = _settings(data_dir=data_dir, **({"base_url": base_url} if base_url else {}))
-    results = run_suite(scenarios, contexts=contexts, repeat=repeat, model=model, settings=settings, out_root=out,
-                        progress=None if quiet or as_json else (lambda s: err.print(f"[dim]{s}[/]", markup=True)))
+    try:
+        results = run_suite(scenarios, contexts=contexts, repeat=repeat, model=model, settings=settings, out_root=out,
+                            progress=None if quiet or as_json else (lambda s: err.print(f"[dim]{s}[/]", markup=True)))
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
     summary = summarize(results)
     if as_json:
         sys.stdout.write(json.dumps({"summary": summary, "runs": [r.as_dict() for r in results]},

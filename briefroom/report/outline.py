@@ -28,8 +28,6 @@ MAX_KEY_FIGURES = 4
 MODEL_SHARE = 0.95
 # Key figures are facts that speak to the whole question at least this well.
 KEY_FIGURE = 0.5
-# A sentence about another subject (a name the question does not use) loses this much.
-OTHER_SUBJECT = 0.25
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z-]+")
 # Years in a part pick the facts of that year over those of another.
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
@@ -74,6 +72,9 @@ class Scorer:
         self.question = question
         self.names = proper_names(texts)
         self.asked = {w.lower() for w in _TOKEN.findall(question)}
+        # the names the question asks about: capitalised inside it ("in Port Karavel")
+        self.asked_names = {m.group(0).lower() for n, m in enumerate(_TOKEN.finditer(question))
+                            if n > 0 and m.group(0)[0].isupper()}
         self.semantic: dict[tuple[str, str], float] = {}
         if embed is not None and language_of(question) == "en" and texts:
             unique = list(dict.fromkeys(texts))
@@ -96,8 +97,6 @@ class Scorer:
             lexical += 0.2 * len(words & (stemmed_words(part) | stemmed_words(question))) / len(words)
         semantic = self.semantic.get((text, part))
         score = lexical if semantic is None else 0.5 * lexical + 0.5 * semantic
-        if self.other_subject(text):
-            score -= OTHER_SUBJECT
         found = set(_YEAR.findall(text))
         if set(_YEAR.findall(part)) & found:
             score += 0.15
@@ -107,10 +106,14 @@ class Scorer:
 
 
     def other_subject(self, text: str) -> bool:
-        """The sentence opens with a name the question does not use ("Estmark, Norvalia's
-        neighbour, added…", "Velmora Water reported…"): it is about someone else."""
+        """The sentence is about someone else: it opens with a name the question does not
+        use ("Estmark, Norvalia's neighbour, added…"), or it names others and none of the
+        names the question asks about ("the cost … in Velmora was…" for Port Karavel)."""
         first = _TOKEN.match(text.lstrip("“\"'( "))
-        return bool(first and first.group(0) in self.names and first.group(0).lower() not in self.asked)
+        if first and first.group(0) in self.names and first.group(0).lower() not in self.asked:
+            return True
+        named = {w.lower() for w in _TOKEN.findall(text) if w in self.names}
+        return bool(self.asked_names and named and not named & self.asked_names)
 
 
 def proper_names(texts: list[str]) -> set[str]:
@@ -163,7 +166,8 @@ def _leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], 
     question = score.question
     scored = sorted(((score(f.text, part) + (0.05 if f.confirmed_by else 0.0), n, f)
                      for n, f in enumerate(facts)
-                     if f.text not in used and may_answer(f.text, part, question, titles.get(f.source_id, ""))),
+                     if f.text not in used and may_answer(f.text, part, question, titles.get(f.source_id, ""))
+                     and not score.other_subject(f.text)),
                     key=lambda t: (-t[0], t[1]))
     if not scored or scored[0][0] < ANSWERS_PART:
         return []
@@ -213,7 +217,8 @@ def outline(draft: WriterDraft, facts: list[Fact], question: str,
         if leads:  # the model's sentences that speak to this part as well as its lead does
             bar = max(ANSWERS_PART, MODEL_SHARE * score(leads[0].text, part))
             mine = sorted((c for c in model_claims if c.text not in used and c.source_ids
-                           and may_answer(c.text, part, question) and score(c.text, part) >= bar),
+                           and may_answer(c.text, part, question) and not score.other_subject(c.text)
+                           and score(c.text, part) >= bar),
                           key=lambda c: -score(c.text, part))
             for claim in mine[:3]:
                 used.add(claim.text)
@@ -222,9 +227,12 @@ def outline(draft: WriterDraft, facts: list[Fact], question: str,
                                                      else lab["findings"], claims=claims))
     short = draft.short_answer
     first = next((c for c in sections[0].claims if c.source_ids), None)
-    if first is not None and not _figures(first.text) & _figures(short.text):
+    if first is None:  # nothing retrieved answers the first part: say so rather than guess
+        short = Claim.model_construct(text=lab["no_answer"], source_ids=[])
+    elif not _figures(first.text) & _figures(short.text):
         short = first  # the model's answer does not give the best figure: the figure answers instead
     relevant = [f for f in facts if f.text not in used and _figures(f.text) and is_statement(f.text)
+                and not score.other_subject(f.text)
                 and not about_other_years(f.text, question, titles.get(f.source_id, ""))
                 and score(f.text, question) >= KEY_FIGURE]
     figures = [_quote(f) for f in relevant[:MAX_KEY_FIGURES]]

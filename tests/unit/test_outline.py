@@ -63,3 +63,20 @@ def test_a_chinese_question_gets_chinese_notes():
                      facts, question)
     assert "48.6万台" in report.sections[0].claims[0].text
     assert report.sections[1].claims[0].text == LABELS["zh"]["not_said"]
+
+
+def test_an_unanswerable_question_is_not_answered_with_another_place():
+    question = "What was the average cost per cubic metre of desalinated water in Port Karavel in 2025?"
+    facts = [fact("The average production cost of desalinated water in Velmora was 0.83 USD per cubic metre in 2025.",
+                  "V"),
+             fact("Velmora Water said costs fell, and in Velmora prices stayed low.", "V"),
+             fact("Port Karavel Water delivered 71 million cubic metres of drinking water in 2025.", "P")]
+    report = outline(model_draft("Water costs money.", "P"), facts, question)
+    assert all("0.83" not in c.text for s in report.sections for c in s.claims)
+    assert all("0.83" not in c.text for c in report.key_figures)
+
+
+def test_when_nothing_answers_the_first_part_the_short_answer_says_so():
+    question = "Which installer was the largest in Norvalia?"
+    report = outline(model_draft("Installer X was the largest with 999 units."), FACTS[2:], question)
+    assert report.short_answer.text == LABELS["en"]["no_answer"] and report.short_answer.source_ids == []
