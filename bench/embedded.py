@@ -47,21 +47,22 @@ def one_call(base_url: str, n: int) -> dict[str, float]:
     return {"seconds": time.perf_counter() - started, **usage}
 
 
-def measure(python: str, policy: str | None, busy: bool, calls: int) -> dict[str, object]:
+def measure(python: str, policy: str | None, busy: int, calls: int) -> dict[str, object]:
+    """`busy`: how many CPU-bound processes run beside the server (0: an idle machine)."""
     env_before = os.environ.get("OMP_WAIT_POLICY")
+    # None: GNU OpenMP's own default (spins a while, then sleeps), what briefroom leaves it at
     if policy is None:
         os.environ.pop("OMP_WAIT_POLICY", None)
-        os.environ["OMP_WAIT_POLICY"] = "ACTIVE"  # the spinning default of GNU OpenMP, made explicit
     else:
         os.environ["OMP_WAIT_POLICY"] = policy
-    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     log = Path(f"/tmp/briefroom-bench-embedded-{os.getpid()}.log")
     try:
         with Server(python, log_path=log) as server:
             one_call(server.base_url, -1)  # warm-up
             runs = [one_call(server.base_url, n) for n in range(calls)]
     finally:
-        if burner is not None:
+        for burner in burners:
             burner.kill()
         if env_before is None:
             os.environ.pop("OMP_WAIT_POLICY", None)
@@ -71,7 +72,7 @@ def measure(python: str, policy: str | None, busy: bool, calls: int) -> dict[str
     prompt_tps = [float(t.split(",")[-1].split()[0]) for t in timings if "prompt eval time" in t][1:]
     eval_tps = [float(t.split(",")[-1].split()[0]) for t in timings if " eval time" in t and "prompt" not in t][1:]
     log.unlink(missing_ok=True)
-    return {"wait_policy": policy or "ACTIVE", "busy_neighbour": busy,
+    return {"wait_policy": policy or "unset (GNU default)", "busy_processes": busy,
             "median_call_s": round(statistics.median(r["seconds"] for r in runs), 2),
             "prompt_tokens_per_s": round(statistics.median(prompt_tps), 1) if prompt_tps else None,
             "completion_tokens_per_s": round(statistics.median(eval_tps), 1) if eval_tps else None,
@@ -83,11 +84,13 @@ def main() -> None:
     parser.add_argument("--python", default=sys.executable, help="interpreter whose llama-cpp-python serves")
     parser.add_argument("--label", default="portable (this venv)")
     parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--busy", type=int, action="append",
+                        help="CPU-bound processes beside the server (repeatable; default 0, 1 and 2)")
     args = parser.parse_args()
     info = subprocess.run([args.python, "-c", "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"],
                           capture_output=True, text=True).stdout.strip().splitlines()[-1]
     rows = [measure(args.python, policy, busy, args.calls)
-            for busy in (False, True) for policy in ("PASSIVE", None)]
+            for busy in (args.busy or [0, 1, 2]) for policy in ("PASSIVE", None, "ACTIVE")]
     print(json.dumps({"build": args.label, "cpu_features": info, "runs": rows}, indent=2))
 
 

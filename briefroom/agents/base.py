@@ -27,7 +27,7 @@ from briefroom.models.cassette import serialize_messages
 from briefroom.protocol.budget import input_budget
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.calls import normalize_calls, run_calls
-from briefroom.protocol.context import BuiltPrompt, Item
+from briefroom.protocol.context import BuiltPrompt, Item, mark_data
 from briefroom.protocol.envelope import envelope
 from briefroom.protocol.messages import (
     BROADCAST,
@@ -287,7 +287,8 @@ class Turn:
             self.ctx.log.event("contract_error", agent=self.role.name, round=self.round, attempt=attempt,
                                schema=output.__name__, error=last_error)
             messages = [*messages, AIMessage(content=str(reply.content)),
-                        HumanMessage(content=f"Your reply did not match the required output: {last_error}\n"
+                        HumanMessage(content="Your reply did not match the required output:\n"
+                                             + mark_data("error", last_error) + "\n"
                                              "Reply again with only one JSON object that matches the schema.")]
         raise ContractError(f"{self.role.name}: the model's {output.__name__} was invalid after "
                             f"{MAX_CONTRACT_RETRIES} corrections: {last_error[:200]}")
@@ -359,7 +360,8 @@ class Turn:
                     break  # the structured errors above are the answer; no more calls
                 corrections += 1
                 turns += 1
-                messages.append(HumanMessage(content=f"These tool calls did not match their schema: {problems[:600]}\n"
+                messages.append(HumanMessage(content="These tool calls did not match their schema:\n"
+                                                     + mark_data("error", problems[:600]) + "\n"
                                                      "Call the tool again with arguments that match its schema."))
         return outcomes
 

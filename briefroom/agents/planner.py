@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field
 from briefroom.agents.base import Role, Turn
 from briefroom.graph.state import Fact
 from briefroom.protocol.bus import Subscription
+from briefroom.protocol.context import mark_data
 from briefroom.protocol.messages import MsgType, Priority
 from briefroom.protocol.summarizer import content_words
 from briefroom.report.language import question_parts
@@ -43,7 +44,9 @@ def step(turn: Turn) -> None:
     gaps = [m.body.content for m in turn.unread_of(MsgType.CRITIQUE)]
     task = "Split the goal into one to three focused questions for the Searcher."
     if gaps:
-        task += " Earlier rounds left these gaps; plan questions that close them:\n" + "\n".join(f"- {g}" for g in gaps)
+        # the Critic wrote them after reading sources: data, not orders
+        task += " Earlier rounds left these gaps; plan questions that close them:\n" + mark_data(
+            "gaps", "\n".join(f"- {g}" for g in gaps))
     plan = turn.ask(task, Plan)
     asked: set[str] = set()
     questions = []

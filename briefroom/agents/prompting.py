@@ -126,9 +126,11 @@ def focus_items(facts: list[Fact], task: str) -> list[Item]:
 def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fact], schema: dict | None,
                    tools: list[dict] | None, budget: int) -> BuiltPrompt:
     table = turn.worktable
-    work = [Item(f"note{i}", n, Priority.P3, i, relevance(n, task)) for i, n in enumerate(table.notes[-MAX_NOTES:])]
+    # notes quote questions and passages the role read: data, like what they came from
+    work = [Item(f"note{i}", mark_data("note", n), Priority.P3, i, relevance(n, task))
+            for i, n in enumerate(table.notes[-MAX_NOTES:])]
     if table.todo:
-        work.append(Item("todo", "Todo: " + "; ".join(table.todo), Priority.P1, 10_000))
+        work.append(Item("todo", "Todo:\n" + mark_data("todo", "; ".join(table.todo)), Priority.P1, 10_000))
     unread = turn.view.unread
     task_words = frozenset(content_words(task))
 
@@ -177,9 +179,11 @@ def naive_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fact
                  tools: list[dict] | None, budget: int) -> BuiltPrompt:
     """Everything, to everyone, in arrival order; only the model's window limits it."""
     history = [*turn.state.get("archive", []), *turn.state.get("whiteboard", []), *turn.published]
-    entries = [(m.header.timestamp, m.msg_id, f"[{m.header.sender} -> {m.header.receiver}, "
-                f"{m.header.msg_type.value}] {m.body.content}") for m in history]
-    entries += [(at, f"tool{i}", f"[tool output]\n{raw}") for i, (at, raw) in enumerate(turn.ctx.transcript)]
+    # A baseline for tokens, not for safety: everything a model or a document wrote is a data block here too.
+    entries = [(m.header.timestamp, m.msg_id, mark_data("message", m.body.content, sender=m.header.sender,
+                                                         receiver=m.header.receiver, type=m.header.msg_type.value))
+               for m in history]
+    entries += [(at, f"tool{i}", mark_data("tool_output", raw)) for i, (at, raw) in enumerate(turn.ctx.transcript)]
     entries.sort(key=lambda e: e[0])
     items = [Item(key, text, Priority.P2, i) for i, (_, key, text) in enumerate(entries)]
     items += [Item(it.key, it.text, Priority.P2, len(entries) + i) for i, it in enumerate(material)]

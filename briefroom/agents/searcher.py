@@ -13,6 +13,7 @@ from briefroom.agents.base import Role, Turn, passage_items
 from briefroom.graph.reducers import merge_sources
 from briefroom.graph.state import Passage, SourceRecord
 from briefroom.protocol.bus import Subscription
+from briefroom.protocol.context import mark_data
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.summarizer import content_words, extract_facts
 from briefroom.protocol.tools import (
@@ -79,7 +80,8 @@ def step(turn: Turn) -> None:
             turn.note(f"skipped (token budget nearly spent): {instruction.body.content}")
             break
         question = instruction.body.content
-        outcomes = turn.use_tools(f"Find passages in the corpus that answer: {question}")
+        outcomes = turn.use_tools("Find passages in the corpus that answer the question below.\n"
+                                  + mark_data("question", question))
         if not any(o.ok and isinstance(o.result, LocalSearchResult) for o in outcomes):
             # The model did not search (or its search failed): search the question itself
             # so the round still rests on retrieved text, and say so in the log.
@@ -103,7 +105,8 @@ def step(turn: Turn) -> None:
         if turn.finishing:
             findings = Findings.model_construct(findings=[])
         else:
-            findings = turn.ask(f"State what the passages say that answers: {question}", Findings,
+            findings = turn.ask("State what the passages say that answers the question below.\n"
+                              + mark_data("question", question), Findings,
                                 material=passage_items(records, question), enums={"source_ids": ids})
         texts = turn.source_texts()
         said = {m.body.content for m in turn.own_messages()}

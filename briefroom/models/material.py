@@ -12,9 +12,10 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from briefroom.protocol.context import DATA_BLOCK
 from briefroom.protocol.summarizer import numbers_in, sentences
 
-_DATA = re.compile(r'<data kind="(\w+)"([^>]*)>\n(.*?)\n</data>', re.S)
+_INLINE_BLOCK = re.compile(r"\n?" + DATA_BLOCK.pattern, re.S)
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
 _WORD = re.compile(r"[a-z]{3,}")
 _STOP = set("the and for with that this from what who how are was were has have its their into than "
@@ -40,8 +41,10 @@ class Material:
     def from_prompt(cls, prompt: str) -> "Material":
         goal = _after(prompt, "Goal:") or ""
         task = prompt.rsplit("## Current task", 1)[-1].strip() if "## Current task" in prompt else prompt[-400:]
+        # a question or critique quoted in the task is a data block: read it as one line of the task
+        task = _INLINE_BLOCK.sub(lambda m: " " + " ".join(m.group(4).split()), task)
         records: list[Record] = []
-        for kind, raw_attrs, body in _DATA.findall(prompt):
+        for _, kind, raw_attrs, body in DATA_BLOCK.findall(prompt):
             attrs = dict(_ATTR.findall(raw_attrs))
             if kind == "message":
                 refs = tuple(r for r in attrs.get("refs", "").split(",") if r)

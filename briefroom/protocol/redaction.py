@@ -60,9 +60,11 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
     ("JWT", ("eyj",), r"eyJ(?<![A-Za-z0-9_]eyJ)[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     ("AUTH_HEADER", ("authorization",), r"(?i:(?<=authorization: )(?:bearer|basic|token) [A-Za-z0-9._~+/\-]+=*)"),
     ("AUTH_HEADER", ("bearer",), r"(?i:\bbearer [A-Za-z0-9._~+/\-]{16,}=*)"),
-    ("URL_CREDENTIALS", ("@",), r"(?<=://)[^\s:/@]+:[^\s@/]+(?=@)"),
+    # (?!\[REDACTED): the marker itself holds a colon and sits before the "@"; matching it
+    # again made the redacted text look secret to assert_no_secrets and stopped the run
+    ("URL_CREDENTIALS", ("@",), r"(?<=://)(?!\[REDACTED)[^\s:/@]+:(?!\[REDACTED)[^\s@/]+(?=@)"),
     ("SECRET_ASSIGNMENT", ("key", "secret", "token", "passw", "pwd", "credential"),
-     r"(?<![A-Za-z0-9])(?i:" + _SECRET_KEY + r")[\"']?\s*[:=]\s*[\"']?(?!\[REDACTED)(?!(?i:" + _SECRET_KEY +
+     r"(?<![A-Za-z0-9])(?i:" + _SECRET_KEY + r")[\"']?[ \t]*[:=][ \t]*[\"']?(?!\[REDACTED)(?!(?i:" + _SECRET_KEY +
      r")[\"']?\s*[:=])(?P<value>[^\s\"',;]{6,})"),
 ]
 _COMPILED = [(label, anchors, re.compile(pattern)) for label, anchors, pattern in RULES]

@@ -14,7 +14,6 @@ from pydantic.json_schema import SkipJsonSchema
 
 from briefroom.graph.state import SourceRecord
 
-KEY_FIGURES_HEADING = "Key figures (quoted verbatim from the sources)"
 # "- “quote” [2] — *Who says it*": the attribution after a citation is a label, not a claim.
 _ATTRIBUTION = re.compile(r"(\]\s*)\s—\s\*[^*]+\*\s*$")
 

@@ -148,6 +148,21 @@ def wants_figure(part: str) -> bool:
     return bool(_WANTS_FIGURE.search(part))
 
 
+# A question about money is answered by an amount of money, not by the volume, count or
+# share a sentence on the same subject gives ("71 million cubic metres" is not a cost).
+_ASKS_MONEY = re.compile(r"\b(?:costs?|price[sd]?|spend(?:ing)?|spent|revenues?|tariffs?|fees?|paid|invest(?:ed|ment)?)\b|"
+                         r"成本|价格|费用|收入|营收|投资|花费|多少钱", re.I)
+_MONEY = re.compile(r"[$€£¥₹]|\b(?:USD|EUR|GBP|CNY|RMB|JPY|dollars?|euros?|cents?|yuan|yen)\b|元", re.I)
+
+
+def wants_money(part: str) -> bool:
+    return bool(_ASKS_MONEY.search(part))
+
+
+def states_money(text: str) -> bool:
+    return bool(_MONEY.search(text))
+
+
 def is_statement(text: str) -> bool:
     """A sentence, not a heading or caption that lost its markup."""
     return text.rstrip(" ”\"'）)").endswith((".", "!", "?", "。", "！", "？")) or len(text.split()) >= 12
@@ -155,7 +170,10 @@ def is_statement(text: str) -> bool:
 
 def may_answer(text: str, part: str, question: str, title: str = "") -> bool:
     """A statement, with a figure where the part asks for one, about the question's time."""
-    figure = wants_figure(part) or (not content_words(part) and wants_figure(question))
+    asked = part if content_words(part) else question  # a bare "by how much" borrows the question's subject
+    figure = wants_figure(part) or wants_figure(asked)
+    if figure and wants_money(asked) and not states_money(text):
+        return False
     return is_statement(text) and (bool(_figures(text)) or not figure) and not about_other_years(text, question,
                                                                                                   title)
 

@@ -58,13 +58,6 @@ def test_a_missing_model_file_is_a_clear_error(tmp_path):
         EmbeddedServer(model_path=tmp_path / "nope.gguf")
 
 
-def test_the_server_gets_passive_openmp_waits_unless_the_user_chose(monkeypatch):
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    assert embedded.server_environment()["OMP_WAIT_POLICY"] == "PASSIVE"
-    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
-    assert embedded.server_environment()["OMP_WAIT_POLICY"] == "ACTIVE"
-
-
 def test_the_installed_llama_cpp_is_the_portable_build():
     # Built with native CPU detection on an AVX-512/AMX machine, it dies with SIGILL where
     # those are advertised but not allowed (a VM): the Makefile builds for AVX2 only.

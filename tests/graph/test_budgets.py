@@ -56,5 +56,7 @@ def test_naive_strategy_shows_everyone_everything(small_corpus, data_dir, tmp_pa
     assert {c["strategy"] for c in calls} == {"naive"}
     writer = next(c for c in calls if c["agent"] == "writer")
     text = json.dumps(writer["messages"])
-    assert "[tool output]" in text and "[planner -> searcher, instruction]" in text
+    # everyone's messages and every tool output, each as a data block
+    assert 'kind=\\"tool_output\\"' in text
+    assert 'kind=\\"message\\" sender=\\"planner\\" receiver=\\"searcher\\" type=\\"instruction\\"' in text
     assert "history" in writer["sections"]

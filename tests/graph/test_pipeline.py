@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage
 from briefroom.config import Settings
 from briefroom.corpus.documents import load_corpus
 from briefroom.llm import ModelHandle, ModelPool
+from briefroom.protocol.context import DATA_BLOCK
 from briefroom.report.checks import markdown_problems
 from briefroom.run import ResearchRequest, run_research
 from tests.fakes import ScriptedChatModel
@@ -105,7 +106,7 @@ def test_full_round_with_scripted_models(small_corpus, data_dir, tmp_path):
     # tool results are marked as data and routed back with their call id
     tool_prompt = models["searcher"].calls[1]["messages"]
     assert tool_prompt[-1].tool_call_id == "call_1"
-    assert tool_prompt[-1].content.startswith('<data kind="tool_result"')
+    assert DATA_BLOCK.fullmatch(tool_prompt[-1].content).group(2) == "tool_result"
 
 
 def test_worktables_stay_private(small_corpus, data_dir, tmp_path):

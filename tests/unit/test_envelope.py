@@ -9,6 +9,7 @@ import pytest
 from briefroom.errors import EngineeringFailure
 from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter
+from briefroom.protocol.context import DATA_BLOCK
 from briefroom.protocol.envelope import envelope
 from briefroom.protocol.tools import (
     LocalSearchResult,
@@ -31,7 +32,7 @@ def test_large_results_are_offloaded_with_pointer_summary_and_size(tmp_path):
     env = envelope(big_outcome(), TokenCounter(), store=store)
     assert env.artifact and env.artifact.startswith("art:")
     assert env.tool_call_id == "call_7"
-    shown = json.loads(env.text.split("\n", 1)[1].rsplit("\n</data>", 1)[0])
+    shown = json.loads(DATA_BLOCK.fullmatch(env.text).group(4))
     assert shown["artifact"] == env.artifact and shown["bytes"] == env.full_bytes > 2048
     assert shown["summary"]["hits_count"] == 12 and len(shown["summary"]["hits_top"]) == 3
     assert len(env.text.encode()) < env.full_bytes / 3

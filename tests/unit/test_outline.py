@@ -80,3 +80,14 @@ def test_when_nothing_answers_the_first_part_the_short_answer_says_so():
     question = "Which installer was the largest in Norvalia?"
     report = outline(model_draft("Installer X was the largest with 999 units."), FACTS[2:], question)
     assert report.short_answer.text == LABELS["en"]["no_answer"] and report.short_answer.source_ids == []
+
+
+def test_a_question_about_cost_is_not_answered_by_a_volume():
+    question = "What was the average cost per cubic metre of desalinated water in Port Karavel in 2025?"
+    volume = fact("Port Karavel Water delivered 71 million cubic metres of drinking water in 2025.", "P")
+    report = outline(model_draft("Water costs money.", "P"), [volume], question)
+    assert report.short_answer.text == LABELS["en"]["no_answer"]
+    assert report.sections[0].claims[0].text == LABELS["en"]["not_said"]
+    priced = fact("Desalinated water in Port Karavel cost 0.91 USD per cubic metre to produce in 2025.", "Q")
+    report = outline(model_draft("Water costs money.", "Q"), [volume, priced], question)
+    assert "0.91 USD" in report.short_answer.text

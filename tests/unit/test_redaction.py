@@ -57,3 +57,16 @@ def test_assert_no_secrets_stops_the_call():
     with pytest.raises(FatalBreaker, match="GITHUB_TOKEN.*was about to enter the planner prompt"):
         assert_no_secrets(f"text {SAMPLES[0][1]}", "the planner prompt")
     assert_no_secrets("no secrets in here, only 723 billion USD", "a prompt")
+
+
+def test_a_redacted_database_url_is_clean_and_the_run_can_go_on():
+    env = "DATABASE_URL=postgres://app:s3cr3t-Pa55word@db.internal:5432/orders\nLOG_LEVEL=info"
+    out = redact_text(env)
+    assert "s3cr3t" not in out and "@db.internal" in out
+    assert redact(out)[1] == []  # the marker is not a secret
+    assert_no_secrets(out, "a prompt")
+
+
+def test_an_empty_key_does_not_swallow_the_next_line():
+    out = redact_text("GITHUB_API_KEY=\nREGION=eu-west-1-central")
+    assert out.splitlines()[1] == "REGION=eu-west-1-central"
