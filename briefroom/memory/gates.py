@@ -24,6 +24,7 @@ from briefroom.graph.state import AgentState, Fact
 from briefroom.memory.namespace import Namespace
 from briefroom.memory.store import MemoryStore
 from briefroom.memory.zones import FactRow
+from briefroom.protocol import injection
 from briefroom.protocol.messages import MsgType
 from briefroom.protocol.redaction import redact
 from briefroom.protocol.summarizer import content_words
@@ -48,9 +49,13 @@ def judge(candidate: Candidate) -> tuple[bool, str]:
         return False, "process traces and raw tool output never persist"
     if candidate.kind == "conclusion":
         return False, "a conclusion persists only as a fact two roles confirmed"
-    order = instruction_like(candidate.text)
+    order = instruction_like(injection.normalize(candidate.text))
     if order:
         return False, f"reads like an instruction to an agent ({order})"
+    # the learned, multilingual detector, on the candidate in the passage it came from
+    verdict = injection.judge(candidate.data.get("passage") or candidate.text, candidate.text)
+    if verdict.flagged:
+        return False, f"reads like an instruction to an agent (detector: {verdict.reason})"
     if redact(candidate.text)[1]:
         return False, "contains a secret"
     if candidate.kind == "fact" and len(set(candidate.backers)) < MIN_BACKERS:
@@ -80,13 +85,14 @@ def candidates(state: AgentState, transcript: list[str]) -> list[Candidate]:
     report = state.get("report")
     accepted = bool(report and report.accepted)
     messages = [*state.get("archive", []), *state.get("whiteboard", [])]
-    out = [Candidate("fact", f.text, tuple(f.confirmed_by), {"fact": f}) for f in state.get("facts", [])]
+    sources = state.get("sources", {})
+    out = [Candidate("fact", f.text, tuple(f.confirmed_by), {"fact": f, "passage": _passage(f, sources)})
+           for f in state.get("facts", [])]
     out += [Candidate("note", note) for table in state.get("worktables", {}).values() for note in table.notes]
     out += [Candidate("tool_output", raw[:2000]) for raw in transcript]
     out += [Candidate("conclusion", m.body.content, (m.header.sender,)) for m in messages
             if m.header.msg_type is MsgType.CONCLUSION]
     charter = state["charter"]
-    sources = state.get("sources", {})
     if report is not None:
         cited = [f"{sources[s].title} ({s})" if s in sources else s for s in report.cited_sources]
         out.append(Candidate("task_memory", f"Question: {charter.goal}\nAnswered with: {'; '.join(cited)}",
@@ -98,6 +104,12 @@ def candidates(state: AgentState, transcript: list[str]) -> list[Candidate]:
             out.append(Candidate("skill", "\n".join(plan), ("planner", "critic"),
                                  {"accepted": accepted, "steps": plan[:8], "when": charter.goal}))
     return out
+
+
+def _passage(fact: Fact, sources: dict) -> str:
+    """The retrieved passage a fact was quoted from: the context its detector verdict needs."""
+    record = sources.get(fact.source_id)
+    return next((p.text for p in record.passages if fact.text in p.text), "") if record else ""
 
 
 def _subjects(state: AgentState) -> dict[str, str]:
