@@ -110,3 +110,34 @@ def benign(n: int = 1000) -> list[str]:
             png = b"\x89PNG\r\n\x1a\n" + bytes(rng.getrandbits(8) for _ in range(60))
             out.append("data:image/png;base64," + base64.b64encode(png).decode())
     return out
+
+
+def fake(seed: int, n: int, alphabet: str = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789") -> str:
+    r = random.Random(seed)
+    return "".join(r.choice(alphabet) for _ in range(n))
+
+
+HEX = "0123456789abcdef"
+# Formats with a distinctive prefix the first redactor missed without a key word nearby
+# (fake values in each vendor's published shape).
+PREFIXED = {
+    "hugging face": "hf_" + fake(1, 34, "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"),
+    "digitalocean": "dop_v1_" + fake(2, 64, HEX),
+    "azure ad client secret": "dnX8Q~" + fake(3, 32),
+    "gitlab runner": "glrt-" + fake(4, 20),
+    "gitlab deploy": "gldt-" + fake(5, 20),
+    "vault": "hvs." + fake(6, 90),
+    "databricks": "dapi" + fake(7, 32, HEX),
+    "shopify": "shpat_" + fake(8, 32, HEX),
+    "slack app": "xapp-1-A0" + fake(9, 9, "ABCDEFGHJKLMNPQRSTUVWXYZ23456789") + "-1234567890123-" + fake(10, 64, HEX),
+    "perplexity": "pplx-" + fake(11, 48),
+    "heroku": "HRKU-" + fake(12, 60),
+    "google key ending in a dash": "AIza" + fake(13, 34) + "-",
+    "new relic": "NRAK-" + fake(14, 27, "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"),
+    "planetscale": "pscale_tkn_" + fake(15, 43),
+}
+
+
+KEY_STYLES = ["githubToken={v}", "dbPassword: {v}", "stripeApiKey={v}", 'apiToken := "{v}"', "API_TOKEN ?= {v}",
+              "API_TOKEN ::= {v}", 'System.setProperty("X_TOKEN", "{v}");', "--api-key {v}", "REDIS_PASS={v}",
+              'os.environ["SERVICE_TOKEN"] = "{v}"', "  password: {v}", 'secret_key = "{v}"', "accessKey: {v}"]

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from briefroom.config import Settings
 from briefroom.run import ResearchRequest, run_research
-from tests.secret_samples import contexts, samples, secret_value
+import zlib
+
+from tests.secret_samples import KEY_STYLES, PREFIXED, contexts, fake, samples, secret_value
 
 
 def plant(corpus: Path) -> list[str]:
@@ -21,7 +23,16 @@ def plant(corpus: Path) -> list[str]:
         (corpus / f"incident-{i:02d}.md").write_text(
             f"# Incident {i}: cloud spend review\n\nCloud spending rose 12% in 2026 after incident {i}.\n\n{body}\n")
         values.append(secret_value(secret))
-    return values
+    # the formats and key styles the first redactor missed, and an env file with a
+    # credential URL (its redacted form once stopped every run that retrieved it)
+    lines = [f"Service note {name}: the deploy used {value} yesterday." for name, value in PREFIXED.items()]
+    keyed = [fake(zlib.crc32(style.encode()) + 1, 32) for style in KEY_STYLES]
+    lines += [style.format(v=v) for style, v in zip(KEY_STYLES, keyed)]
+    password = fake(99, 20)
+    lines.append(f"DATABASE_URL=postgres://app:{password}@db.internal:5432/orders")
+    (corpus / "settings-dump.md").write_text("# Cloud spend settings\n\nCloud spending rose 12% in 2026.\n\n"
+                                             + "\n".join(lines) + "\n")
+    return values + list(PREFIXED.values()) + keyed + [password]
 
 
 def scan(root: Path, values: list[str]) -> list[tuple[str, str]]:
@@ -42,6 +53,7 @@ def test_no_planted_secret_is_written_anywhere(tmp_path):
     run_research(ResearchRequest(question=question, corpus=[corpus], out=out),
                  Settings(model="test", rounds=2, data_dir=data))
     assert (out / "report.md").is_file()
+    assert "settings-dump.md" in (out / "run.jsonl").read_text()  # the env-style file was retrieved, and redacted
     assert scan(out, values + [samples()[0][1]]) == []
     assert scan(data, values) == []
     assert any((data / "memory").rglob("memory.sqlite"))  # the memory store was written and scanned

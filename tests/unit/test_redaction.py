@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from briefroom.errors import FatalBreaker
 from briefroom.protocol.redaction import assert_no_secrets, redact, redact_text
-from tests.secret_samples import benign, contexts, samples, secret_value
+from tests.secret_samples import KEY_STYLES, PREFIXED, benign, contexts, fake, samples, secret_value
 
 SAMPLES = samples()
 
@@ -74,33 +74,6 @@ def test_an_empty_key_does_not_swallow_the_next_line():
     assert out.splitlines()[1] == "REGION=eu-west-1-central"
 
 
-def _fake(seed: int, n: int, alphabet: str = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789") -> str:
-    import random
-    r = random.Random(seed)
-    return "".join(r.choice(alphabet) for _ in range(n))
-
-
-HEX = "0123456789abcdef"
-# Formats with a distinctive prefix the first redactor missed without a key word nearby
-# (fake values in each vendor's published shape).
-PREFIXED = {
-    "hugging face": "hf_" + _fake(1, 34, "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"),
-    "digitalocean": "dop_v1_" + _fake(2, 64, HEX),
-    "azure ad client secret": "dnX8Q~" + _fake(3, 32),
-    "gitlab runner": "glrt-" + _fake(4, 20),
-    "gitlab deploy": "gldt-" + _fake(5, 20),
-    "vault": "hvs." + _fake(6, 90),
-    "databricks": "dapi" + _fake(7, 32, HEX),
-    "shopify": "shpat_" + _fake(8, 32, HEX),
-    "slack app": "xapp-1-A0" + _fake(9, 9, "ABCDEFGHJKLMNPQRSTUVWXYZ23456789") + "-1234567890123-" + _fake(10, 64, HEX),
-    "perplexity": "pplx-" + _fake(11, 48),
-    "heroku": "HRKU-" + _fake(12, 60),
-    "google key ending in a dash": "AIza" + _fake(13, 34) + "-",
-    "new relic": "NRAK-" + _fake(14, 27, "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"),
-    "planetscale": "pscale_tkn_" + _fake(15, 43),
-}
-
-
 @pytest.mark.parametrize("name", sorted(PREFIXED))
 def test_prefixed_formats_are_redacted_alone_and_in_prose(name):
     value = PREFIXED[name]
@@ -109,14 +82,9 @@ def test_prefixed_formats_are_redacted_alone_and_in_prose(name):
         assert not any(value[i:i + 8] in out for i in range(len(value) - 8)), (name, out)
 
 
-KEY_STYLES = ["githubToken={v}", "dbPassword: {v}", "stripeApiKey={v}", 'apiToken := "{v}"', "API_TOKEN ?= {v}",
-              "API_TOKEN ::= {v}", 'System.setProperty("X_TOKEN", "{v}");', "--api-key {v}", "REDIS_PASS={v}",
-              'os.environ["SERVICE_TOKEN"] = "{v}"', "  password: {v}", 'secret_key = "{v}"', "accessKey: {v}"]
-
-
 @pytest.mark.parametrize("style", KEY_STYLES)
 def test_a_value_known_only_by_its_key_is_redacted_in_every_naming_style(style):
-    value = _fake(zlib.crc32(style.encode()), 32)
+    value = fake(zlib.crc32(style.encode()), 32)
     out = redact_text(style.format(v=value))
     assert value[:8] not in out and "[REDACTED:" in out, out
 
@@ -129,7 +97,7 @@ def test_names_templates_and_placeholders_assigned_to_secret_keys_stay():
 
 
 def test_a_secret_disguised_with_full_width_or_invisible_characters_is_still_found():
-    value = "ghp_" + _fake(20, 36)
+    value = "ghp_" + fake(20, 36)
     wide = "".join(chr(ord(c) + 0xFEE0) for c in value)  # full-width forms
     split = value[:10] + "\u200b" + value[10:]
     for text in (f"token {wide} end", f"token {split} end"):
@@ -138,6 +106,6 @@ def test_a_secret_disguised_with_full_width_or_invisible_characters_is_still_fou
 
 
 def test_a_key_repeated_inside_its_own_value_does_not_leave_the_real_token():
-    token = "3238" + _fake(21, 6, "0123456789") + ":A" + _fake(22, 34)
+    token = "3238" + fake(21, 6, "0123456789") + ":A" + fake(22, 34)
     out = redact_text(f'telegram_api_token = "telegram_api_token = "{token}"')
     assert token[:8] not in out and token[-12:] not in out, out
