@@ -127,6 +127,7 @@ def research(
     rounds: Annotated[int, typer.Option(min=1, max=20, help="maximum rounds")] = 3,
     out: Annotated[Optional[Path], typer.Option(help="run directory (default runs/<time>-<slug>)")] = None,
     record: Annotated[Optional[Path], typer.Option(help="also save this run as a replayable scenario")] = None,
+    force: Annotated[bool, typer.Option("--force", help="with --record: replace a scenario's recording")] = False,
     roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="folder of extra role files")] = [],
     structured: Annotated[Optional[str], typer.Option(help="auto|json_schema|json_object|json_object_schema")] = None,
     context: Annotated[Optional[str], typer.Option(help="layered (default) or naive: the append-everything baseline")] = None,
@@ -156,6 +157,11 @@ def research(
     """Research QUESTION over your documents and write a cited report."""
     from briefroom.run import ResearchRequest, default_run_dir, run_research
 
+    if record is not None and not force:
+        recorded = [name for name in ("cassette.jsonl", "report.md") if (record / name).exists()]
+        if recorded:  # before any work: a recording is not replaced by accident
+            raise _fail(f"{record} already holds a recording ({', '.join(recorded)}); add --force to replace it "
+                        "(its scenario.yaml answer key is kept)", 2)
     with _run_errors() as run:
         run.dir = out = out or default_run_dir(question)
         settings = _settings(model=model, base_url=base_url, role_models=parse_role_models(role_model),

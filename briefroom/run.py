@@ -222,9 +222,12 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
             embedder = make_embedder(settings.embedder)
             index = CorpusIndex(settings.data_dir, embedder)
             stats = index.sync(request.corpus)
+            for skip in stats.skipped:  # one line each; the run goes on without them
+                say(0, "index", f"skipped {skip.path}: {skip.reason}")
             if stats.documents == 0:
+                also = f" ({len(stats.skipped)} file(s) skipped as unreadable)" if stats.skipped else ""
                 raise ConfigError(f"no readable documents (md, txt, html, pdf) in "
-                                  f"{', '.join(map(str, request.corpus))}")
+                                  f"{', '.join(map(str, request.corpus))}{also}")
             if namespace is not None:
                 memory = MemoryStore(settings.data_dir, embedder)
             if resumed:
@@ -240,7 +243,8 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                 log.event("run_start", question=charter.goal, rounds=charter.max_rounds, roles=[r.name for r in roles],
                           corpus=[str(p) for p in request.corpus])
                 log.event("index", documents=stats.documents, embedded_chunks=stats.embedded_chunks,
-                          reused_documents=stats.reused_documents, seconds=round(time.perf_counter() - started, 3))
+                          reused_documents=stats.reused_documents, seconds=round(time.perf_counter() - started, 3),
+                          skipped=[{"path": s.path, "reason": s.reason} for s in stats.skipped])
                 memory_items, used_skills, recalled = [], [], []
                 if memory is not None and namespace is not None:
                     memory_items, used_skills, recalled = read_memory(memory, namespace, settings, charter.goal, log)

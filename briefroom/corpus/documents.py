@@ -1,4 +1,10 @@
-"""Load a folder of documents (md, txt, html, pdf) as plain text with stable ids."""
+"""Load a folder of documents (md, txt, html, pdf) as plain text with stable ids.
+
+What is not text is skipped, never read as text: binary content (an executable renamed
+`.md`), bytes no encoding explains, a corrupt or empty PDF. Text in another encoding
+(GBK, Latin-1, UTF-16 with a BOM) is decoded as what it is (charset-normalizer), not as
+UTF-8 with replacement characters. Control characters never reach the index.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,50 @@ from briefroom.protocol.redaction import redact_text
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".rst"}
 HTML_SUFFIXES = {".html", ".htm"}
 PDF_SUFFIXES = {".pdf"}
+
+
+class UnreadableDocument(Exception):
+    """A file that is not (readable) text: skipped with this reason."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+
+# C0/C1 controls other than tab and newline, and the replacement character (what a wrong
+# decoding leaves): never part of a document's text.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
+_BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
+
+
+def decode_text(data: bytes) -> str:
+    """The text these bytes hold, in whatever encoding they are; UnreadableDocument if
+    they are not text."""
+    if not data.startswith(_BOMS) and b"\x00" in data[:8192]:
+        raise UnreadableDocument("binary content (NUL bytes)")
+    if data.startswith(_BOMS[0]):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes  # a maintained detector; only for files that are not UTF-8
+
+    results = list(from_bytes(data))
+    if not results:
+        raise UnreadableDocument("not text in any known encoding")
+    # Short texts fit several code pages equally well (Latin-1 French reads as cp775 too):
+    # among the cleanest decodings, the encodings documents are really written in win.
+    cleanest = min(r.percent_chaos for r in results)
+    fits = [r for r in results if r.percent_chaos <= cleanest + 1.0]
+    fits.sort(key=lambda r: _COMMON.index(r.encoding) if r.encoding in _COMMON else len(_COMMON))
+    return str(fits[0])
+
+
+_COMMON = ("utf_8", "utf_16", "gb18030", "gbk", "big5", "shift_jis", "euc_jp", "euc_kr", "cp1252", "latin_1",
+           "iso8859_15", "cp1251", "koi8_r", "cp1250", "iso8859_2")
 
 
 @dataclass(frozen=True)
@@ -72,7 +122,7 @@ def _title_from_text(text: str, path: Path) -> str:
 
 
 def _normalise(text: str) -> str:
-    text = text.replace("\r\n", "\n")
+    text = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = re.sub(r"[ \t]+", " ", text)
     return re.sub(r"\n\s*\n\s*(\n\s*)+", "\n\n", text).strip()
 
@@ -85,11 +135,11 @@ def load_document(path: Path, display_path: str | None = None) -> Document | Non
     """
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
-        text = _normalise(path.read_text(encoding="utf-8", errors="replace"))
+        text = _normalise(decode_text(_read(path)))
         title = _title_from_text(text, path)
     elif suffix in HTML_SUFFIXES:
         parser = _HTMLText()
-        parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+        parser.feed(decode_text(_read(path)))
         text = _normalise("".join(parser.parts))
         title = parser.title.strip() or _title_from_text(text, path)
     elif suffix in PDF_SUFFIXES:
@@ -98,20 +148,29 @@ def load_document(path: Path, display_path: str | None = None) -> Document | Non
 
         try:
             text = _normalise("\n\n".join(page.extract_text() or "" for page in PdfReader(path).pages))
-        except (PdfReadError, ValueError) as exc:
-            raise ConfigError(f"cannot read PDF {path}: {exc}") from exc
+        except (PdfReadError, ValueError, OSError, KeyError, TypeError, AssertionError) as exc:
+            # pypdf raises many kinds on a damaged file; any of them means this one is unreadable
+            raise UnreadableDocument(f"not a readable PDF ({str(exc)[:80] or type(exc).__name__})") from exc
         title = _title_from_text(text, path)
     else:
         return None
     if not text:
-        return None
+        raise UnreadableDocument("no text in it")
     # Secrets in documents never reach the index, a prompt, a report or a log.
     text = redact_text(text)
     return Document(source_id=source_id_for(text), title=title, path=display_path or str(path), text=text)
 
 
-def load_corpus(directory: Path) -> list[Document]:
-    """Every readable document under `directory`, in a stable order, duplicates once."""
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise UnreadableDocument(f"cannot be read ({exc.strerror or exc})") from exc
+
+
+def load_corpus(directory: Path, skipped: list[Skipped] | None = None) -> list[Document]:
+    """Every readable document under `directory`, in a stable order, duplicates once;
+    files that are not readable text go to `skipped` with the reason."""
     directory = directory.expanduser()
     if not directory.exists():
         raise ConfigError(f"corpus folder not found: {directory}")
@@ -119,7 +178,13 @@ def load_corpus(directory: Path) -> list[Document]:
         raise ConfigError(f"corpus is not a folder: {directory}")
     docs: dict[str, Document] = {}
     for path in sorted(p for p in directory.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        doc = load_document(path, f"{directory.resolve().name}/{path.relative_to(directory).as_posix()}")
+        shown = f"{directory.resolve().name}/{path.relative_to(directory).as_posix()}"
+        try:
+            doc = load_document(path, shown)
+        except UnreadableDocument as exc:
+            if skipped is not None:
+                skipped.append(Skipped(shown, str(exc)))
+            continue
         if doc is not None:
             docs.setdefault(doc.source_id, doc)
     return list(docs.values())

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from briefroom.corpus.chunking import CHUNKER_VERSION, Chunk, chunk_text
-from briefroom.corpus.documents import Document, load_corpus
+from briefroom.corpus.documents import Document, Skipped, load_corpus
 from briefroom.corpus.embeddings import Embedder
 from briefroom.corpus.lexical import LexicalIndex, fuse
 from briefroom.errors import EngineeringFailure
 
 COLLECTION = "corpus_chunks"
 CANDIDATES = 4  # each ranking offers k * CANDIDATES chunks to the fusion
+EMBED_BATCH = 256  # chunks embedded and stored per step: bounded memory for a large document
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class SyncStats:
     documents: int
     embedded_chunks: int
     reused_documents: int
+    skipped: tuple[Skipped, ...] = ()
 
 
 class CorpusIndex:
@@ -75,22 +77,26 @@ class CorpusIndex:
     def sync(self, folders: list[Path]) -> SyncStats:
         """Index every document in `folders`; later searches only see these documents."""
         docs: dict[str, Document] = {}
+        skipped: list[Skipped] = []
         for folder in folders:
-            for doc in load_corpus(folder):
+            for doc in load_corpus(folder, skipped):
                 docs.setdefault(doc.source_id, doc)
         known = {row[0] for row in self._db.execute("SELECT source_id FROM documents")}
         fresh = [d for d in docs.values() if d.source_id not in known]
         embedded = 0
         for doc in fresh:
             chunks = chunk_text(doc.source_id, doc.text)
-            if chunks:
+            # chromadb refuses more than its max batch size in one add; a large document has more chunks
+            step = max(1, min(self._client.get_max_batch_size(), EMBED_BATCH))
+            for at in range(0, len(chunks), step):
+                batch = chunks[at:at + step]
                 self._chunks.upsert(
-                    ids=[c.chunk_id for c in chunks],
-                    embeddings=self._embedder.embed([c.text for c in chunks]),
-                    documents=[c.text for c in chunks],
-                    metadatas=[{"source_id": c.source_id, "start": c.start, "end": c.end} for c in chunks],
+                    ids=[c.chunk_id for c in batch],
+                    embeddings=self._embedder.embed([c.text for c in batch]),
+                    documents=[c.text for c in batch],
+                    metadatas=[{"source_id": c.source_id, "start": c.start, "end": c.end} for c in batch],
                 )
-                embedded += len(chunks)
+            embedded += len(chunks)
             # Written after the vectors: a crash in between re-embeds, never loses chunks.
             self._db.execute("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?)",
                              (doc.source_id, doc.title, doc.path, doc.text))
@@ -101,7 +107,8 @@ class CorpusIndex:
                              (doc.path, doc.title, doc.source_id))
         self._db.commit()
         self._scope = sorted(docs)
-        return SyncStats(documents=len(docs), embedded_chunks=embedded, reused_documents=len(docs) - len(fresh))
+        return SyncStats(documents=len(docs), embedded_chunks=embedded, reused_documents=len(docs) - len(fresh),
+                         skipped=tuple(skipped))
 
     @property
     def scope(self) -> list[str]:

@@ -137,3 +137,17 @@ def test_the_installed_command_exits_non_zero_on_errors(tmp_path):
     assert run("research", "q", "--corpus", str(tmp_path / "none"), "--model", "test",
                "--out", str(tmp_path / "run")).returncode == 1
     assert not list(tmp_path.iterdir())  # a run that cannot start leaves no run directory
+
+
+def test_record_refuses_to_replace_a_recording_without_force(tmp_path):
+    scenario = tmp_path / "scenario"
+    scenario.mkdir()
+    (scenario / "cassette.jsonl").write_text('{"kept": true}\n')
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    result = runner.invoke(app, ["research", "How big is it?", "--corpus", str(corpus), "--model", "test",
+                                 "--record", str(scenario), "--out", str(tmp_path / "run"), "-q"])
+    assert result.exit_code == 2
+    assert "already holds a recording (cassette.jsonl); add --force" in result.output
+    assert (scenario / "cassette.jsonl").read_text() == '{"kept": true}\n'
+    assert not (tmp_path / "run").exists()  # refused before any work

@@ -1,7 +1,7 @@
 import pytest
 
 from briefroom.corpus.chunking import chunk_text
-from briefroom.corpus.documents import load_corpus, source_id_for
+from briefroom.corpus.documents import decode_text, load_corpus, source_id_for
 from briefroom.errors import ConfigError
 
 
@@ -62,10 +62,52 @@ def test_pdf_text_is_read(tmp_path):
     assert doc.text == "Cloud spending reached 723 billion USD in 2026."
 
 
-def test_broken_pdf_is_a_clear_error(tmp_path):
+def test_what_is_not_readable_text_is_skipped_with_its_reason_and_the_rest_loads(tmp_path):
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
-    with pytest.raises(ConfigError, match="cannot read PDF"):
-        load_corpus(tmp_path)
+    (tmp_path / "empty.pdf").write_bytes(b"")
+    (tmp_path / "tool.md").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)) * 8)
+    (tmp_path / "blank.txt").write_text("   \n\n")
+    (tmp_path / "good.md").write_text("# Good\n\nCloud spending grew 21% in 2026.\n")
+    skipped: list = []
+    docs = load_corpus(tmp_path, skipped)
+    assert [d.title for d in docs] == ["Good"]
+    reasons = {s.path.rsplit("/", 1)[1]: s.reason for s in skipped}
+    assert set(reasons) == {"broken.pdf", "empty.pdf", "tool.md", "blank.txt"}
+    assert reasons["tool.md"].startswith("binary content") and reasons["broken.pdf"].startswith("not a readable PDF")
+
+
+@pytest.mark.parametrize("encoding", ["gbk", "latin-1", "utf-16"])
+def test_text_in_another_encoding_is_decoded_as_what_it_is(tmp_path, encoding):
+    text = {"gbk": "截至2025年底，临江省公共充电桩保有量达到48.6万台，同比增长27.4%。",
+            "latin-1": "Le café coûte 3,50 € à Zürich; la hausse atteint 12 % en 2025, selon l'étude.",
+            "utf-16": "Überblick: Die Nachfrage stieg 2025 um 12 %, sagte die Behörde in Köln."}[encoding]
+    if encoding == "latin-1":
+        text = text.replace("€", "EUR")  # not in Latin-1
+    (tmp_path / "doc.txt").write_bytes(text.encode(encoding))
+    (doc,) = load_corpus(tmp_path)
+    assert doc.text == text and "\ufffd" not in doc.text
+
+
+def test_control_characters_never_reach_a_document():
+    assert decode_text("a\x00b".encode("utf-16")) == "a\x00b"  # UTF-16 with its BOM is text, not binary
+    from briefroom.corpus.documents import _normalise
+    assert _normalise("Cloud\x07 grew\x1b 21%\ufffd in 2026.\r\nNext") == "Cloud grew 21% in 2026.\nNext"
+
+
+def test_a_document_with_more_chunks_than_one_store_batch_is_indexed_whole(tmp_path, data_dir, monkeypatch):
+    from briefroom.corpus import index as index_module
+    from briefroom.corpus.embeddings import make_embedder
+
+    monkeypatch.setattr(index_module, "EMBED_BATCH", 3)  # as a 4 MB file does with chromadb's limit
+    (tmp_path / "long.md").write_text("\n\n".join(f"Paragraph {i}: the figure for region {i} was {i * 7} units in "
+                                                   f"2025, the survey said, after a long review of the data." * 3
+                                                   for i in range(12)))
+    idx = index_module.CorpusIndex(data_dir, make_embedder("local"))
+    stats = idx.sync([tmp_path])
+    assert stats.embedded_chunks > 6
+    assert idx._chunks.count() == stats.embedded_chunks
+    assert "77 units" in idx.search("figure for region 11", k=1)[0].text
+    idx.close()
 
 
 def test_chinese_text_is_chunked_at_sentence_ends_by_size():
