@@ -7,12 +7,11 @@ bytes for each secret value.
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 from briefroom.config import Settings
 from briefroom.run import ResearchRequest, run_research
-import zlib
-
 from tests.secret_samples import KEY_STYLES, PREFIXED, contexts, fake, samples, secret_value
 
 
