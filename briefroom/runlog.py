@@ -51,8 +51,15 @@ class RunLog:
                ) -> tuple["RunLog", list[dict[str, Any]]]:
         """The log of a run continuing from a checkpoint that had written `keep` lines;
         returns it and the events after those, which were moved aside."""
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True) if path.is_file() else []
+        raw = path.read_bytes() if path.is_file() else b""
+        lines = raw.decode("utf-8", errors="replace").splitlines(keepends=True)
         kept, extra = lines[:keep], lines[keep:]
+        # A line a crash tore (no newline) or garbled goes aside with everything after it:
+        # appending after it would glue the next event onto it and corrupt the log.
+        for i, line in enumerate(kept):
+            if not line.endswith("\n") or not _is_json_object(line):
+                kept, extra = kept[:i], kept[i:] + extra
+                break
         if extra:
             with open(path.with_name(INTERRUPTED_FILE), "a", encoding="utf-8") as fh:
                 fh.writelines(line if line.endswith("\n") else line + "\n" for line in extra)
@@ -94,3 +101,10 @@ class RunLog:
         if self._fh:
             self._fh.close()
             self._fh = None
+
+
+def _is_json_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except json.JSONDecodeError:
+        return False

@@ -217,3 +217,29 @@ def test_shipped_scenario_keeps_replaying_with_a_run_record(data_dir, tmp_path):
     record = runs.load(out)
     assert record.status == "done" and record.scenario == str((SCENARIOS / "cloud-market").resolve())
     assert "api_key" not in record.settings
+
+
+@pytest.mark.parametrize("damage", ["torn", "garbage"])
+def test_resume_sets_a_torn_or_garbled_log_tail_aside_and_the_log_stays_readable(small_corpus, data_dir, tmp_path,
+                                                                                 damage):
+    from briefroom.inspect import load_events
+
+    out = tmp_path / "run"
+    with pytest.raises(FatalBreaker):
+        run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=out),
+                     Settings(model="test", rounds=3, data_dir=data_dir, max_tokens=1000))
+    log_path = out / "run.jsonl"
+    data = log_path.read_bytes()
+    lines = data.splitlines(keepends=True)
+    if damage == "torn":  # a crash of the machine cut the file in the middle of line 6
+        log_path.write_bytes(b"".join(lines[:5]) + lines[5][:17])
+    else:  # bytes that are not a log line at all, after the last event
+        log_path.write_bytes(data + b"\xff\xfe\x00garbage\n")
+    resume_research(out, {"max_tokens": 200_000})
+    assert runs.load(out).status == "done"
+    log = [json.loads(line) for line in log_path.read_text().splitlines()]  # every line is JSON again
+    assert log == load_events(out)
+    aside = (out / "run.interrupted.jsonl").read_text(encoding="utf-8", errors="replace")
+    assert (lines[5][:17].decode() if damage == "torn" else "garbage") in aside
+    result = CliRunner().invoke(app, ["runs", "show", str(out)])
+    assert result.exit_code == 0, result.output
