@@ -79,7 +79,9 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
     ("PYPI_TOKEN", ("pypi-",), r"pypi-(?<![A-Za-z0-9_]pypi-)AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}"),
     ("SENDGRID_KEY", ("sg.",), r"SG\.(?<![A-Za-z0-9_]SG\.)[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b"),
     ("TWILIO_KEY", ("sk",), r"SK(?<![A-Za-z0-9_]SK)[0-9a-fA-F]{32}\b"),
-    ("AZURE_STORAGE_KEY", ("==",), r"AccountKey=[A-Za-z0-9+/]{86}==|\b[A-Za-z0-9+/]{86}==(?=\s|;|\"|'|$)"),
+    ("AZURE_STORAGE_KEY", ("accountkey=",), r"AccountKey=[A-Za-z0-9+/]{86}=="),
+    # a bare one: no anchor word; runs only where a 40+ character base64 run exists (C-speed pre-check)
+    ("AZURE_STORAGE_KEY", (), r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==(?=\s|;|\"|'|$)"),
     ("JWT", ("eyj",), r"eyJ(?<![A-Za-z0-9_]eyJ)[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     ("AUTH_HEADER", ("authorization",), r"(?i:(?<=authorization: )(?:bearer|basic|token) [A-Za-z0-9._~+/\-]+=*)"),
     ("AUTH_HEADER", ("bearer",), r"(?i:\bbearer [A-Za-z0-9._~+/\-]{16,}=*)"),
@@ -93,23 +95,26 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
     ("GRAFANA_TOKEN", ("glc_", "glsa_"), r"gl(?:c|sa)_(?<![A-Za-z0-9_]glc_)[A-Za-z0-9+/=_\-]{32,}"),
     ("NEW_RELIC_KEY", ("nrak-", "nrii-", "nrjs-", "nraa-", "nrra-"), r"NR(?:AK|II|JS|AA|RA)-[A-Za-z0-9]{19,}"),
     ("TYPEFORM_TOKEN", ("tfp_",), r"tfp_(?<![A-Za-z0-9_]tfp_)[A-Za-z0-9=_\-.]{40,}"),
-    ("HARNESS_TOKEN", ("pat.", "sat."), r"(?<![A-Za-z0-9_])[ps]at\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}"),
-    ("ARTIFACTORY_TOKEN", ("akcp", "cmvmd"), r"(?<![A-Za-z0-9])(?:AKCp[A-Za-z0-9]{69}|cmVmd[A-Za-z0-9]{59})(?![A-Za-z0-9])"),
+    ("HARNESS_TOKEN", ("pat.",), r"pat\.(?<![A-Za-z0-9_]pat\.)[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}"),
+    ("HARNESS_TOKEN", ("sat.",), r"sat\.(?<![A-Za-z0-9_]sat\.)[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}"),
+    ("ARTIFACTORY_TOKEN", ("akcp",), r"AKCp(?<![A-Za-z0-9]AKCp)[A-Za-z0-9]{69}(?![A-Za-z0-9])"),
+    ("ARTIFACTORY_TOKEN", ("cmvmd",), r"cmVmd(?<![A-Za-z0-9]cmVmd)[A-Za-z0-9]{59}(?![A-Za-z0-9])"),
     ("DEFINED_NETWORKING_KEY", ("dnkey-",), r"dnkey-(?<![A-Za-z0-9_]dnkey-)[A-Za-z0-9=_\-]{40,}"),
-    ("CLICKHOUSE_KEY", ("4b1d",), r"(?<![A-Za-z0-9])4b1d(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{38}(?![A-Za-z0-9])"),
-    ("LOB_KEY", ("live_", "test_"), r"(?<![A-Za-z0-9_])(?:live|test)_(?:pub_)?[a-f0-9]{31,35}(?![A-Za-z0-9])"),
+    ("CLICKHOUSE_KEY", ("4b1d",), r"4b1d(?<![A-Za-z0-9]4b1d)(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{38}(?![A-Za-z0-9])"),
+    ("LOB_KEY", ("live_",), r"live_(?<![A-Za-z0-9_]live_)(?:pub_)?[a-f0-9]{31,35}(?![A-Za-z0-9])"),
+    ("LOB_KEY", ("test_",), r"test_(?<![A-Za-z0-9_]test_)(?:pub_)?[a-f0-9]{31,35}(?![A-Za-z0-9])"),
     # Azure AD (Entra) client secrets: three characters, a digit, "Q~", then 31-34 more
     ("AZURE_AD_CLIENT_SECRET", ("q~",),
-     r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])"),
-    ("GOCARDLESS_TOKEN", ("live_",), r"(?<![A-Za-z0-9_])live_[A-Za-z0-9_\-=]{40}(?![A-Za-z0-9_\-=])"),
+     # matched from its "Q~" (a literal the engine finds fast); the span is widened to its 4 leading characters
+     r"Q~(?<=(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}\dQ~)[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])"),
+    ("GOCARDLESS_TOKEN", ("live_",), r"live_(?<![A-Za-z0-9_]live_)[A-Za-z0-9_\-=]{40}(?![A-Za-z0-9_\-=])"),
     # (?!\[REDACTED): the marker itself holds a colon and sits before the "@"; matching it
     # again made the redacted text look secret to assert_no_secrets and stopped the run
     ("URL_CREDENTIALS", ("@",), r"(?<=://)(?!\[REDACTED)[^\s:/@]+:(?!\[REDACTED)[^\s@/]+(?=@)"),
+    # key = value in any assignment form, or setProperty("X_TOKEN", "…") / headers.put('apiKey', '…'):
+    # one regex, so the scan for key words happens once
     ("SECRET_ASSIGNMENT", ("key", "secret", "token", "pass", "pwd", "credential"),
-     _SECRET_KEY + _ASSIGN + r"(?!" + _SECRET_KEY + r"[\"']?\s*[:=])" + _VALUE),
-    # setProperty("X_TOKEN", "…"), headers.put('apiKey', '…'): the key in quotes, then the value
-    ("SECRET_ASSIGNMENT", ("key", "secret", "token", "pass", "pwd", "credential"),
-     _SECRET_KEY + r"[\"'][ \t]*,[ \t]*[\"']" + _VALUE),
+     _SECRET_KEY + r"(?:" + _ASSIGN + r"(?!" + _SECRET_KEY + r"[\"']?\s*[:=])|[\"'][ \t]*,[ \t]*[\"'])" + _VALUE),
     # a command-line flag: --api-key VALUE
     ("SECRET_ASSIGNMENT", ("key", "secret", "token", "pass", "pwd", "credential"),
      r"--[A-Za-z0-9-]{0,40}?" + _SECRET_KEY + r"[ \t]+(?!-)" + _VALUE),
@@ -202,19 +207,23 @@ def _label(rule_id: str) -> str:
 def _own_spans(text: str) -> list[tuple[int, int, str]]:
     lower = text.lower()
     spans: list[tuple[int, int, str]] = []
+    base64_run = _has_base64_run(text)
     if "-----begin" in lower:
         spans += [(m.start(), m.end(), "PRIVATE_KEY") for m in _PEM.finditer(text)]
     for label, anchors, pattern in _COMPILED:
-        if not any(a in lower for a in anchors):
+        if not (any(a in lower for a in anchors) if anchors else base64_run):
             continue
         for m in pattern.finditer(text):
             if label in _BY_KEY and not plausible_secret(m.group("value") if label == "SECRET_ASSIGNMENT"
                                                          else m.group().split(":", 1)[1]):
                 continue
             start, end = m.span("value") if label == "SECRET_ASSIGNMENT" else m.span()  # keep the key
-            spans.append((start, end, label))
+            spans.append((start - _LEADS.get(label, 0), end, label))
     return spans
 
+
+# Rules matched from a literal inside the secret: how many characters before the match belong to it.
+_LEADS = {"AZURE_AD_CLIENT_SECRET": 4}
 
 # Rules that know a secret only by where it stands, not by its format: their value must
 # look like one. Code and docs assign variables, templates and placeholders to such
