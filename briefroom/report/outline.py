@@ -155,8 +155,26 @@ _ASKS_MONEY = re.compile(r"\b(?:costs?|price[sd]?|spend(?:ing)?|spent|revenues?|
 _MONEY = re.compile(r"[$€£¥₹]|\b(?:USD|EUR|GBP|CNY|RMB|JPY|dollars?|euros?|cents?|yuan|yen)\b|元", re.I)
 
 
+# Money measures that are not interchangeable: a household tariff is not what water
+# costs to produce, sales are not spending. A sentence answers a money question only
+# with the measure the question names (or a word for the same measure).
+_MEASURES = [re.compile(p, re.I) for p in (
+    r"\bcost(?:s|ing)?\b|\bexpenses?\b|成本",
+    r"\bpric(?:e|es|ed|ing)\b|\btariffs?\b|\bfees?\b|\bcharged?\b|价格|电价|票价|收费",
+    r"\brevenues?\b|\bsales\b|\bturnover\b|\bincome\b|收入|营收",
+    r"\bspen(?:d|ding|t)\b|\bexpenditures?\b|支出|花费",
+    r"\binvest(?:ed|ment|ments)?\b|投资",
+)]
+
+
 def wants_money(part: str) -> bool:
     return bool(_ASKS_MONEY.search(part))
+
+
+def same_measure(text: str, part: str) -> bool:
+    """The sentence speaks of the money measure the part asks about (if it names one)."""
+    asked = [m for m in _MEASURES if m.search(part)]
+    return not asked or any(m.search(text) for m in asked)
 
 
 def states_money(text: str) -> bool:
@@ -172,7 +190,7 @@ def may_answer(text: str, part: str, question: str, title: str = "") -> bool:
     """A statement, with a figure where the part asks for one, about the question's time."""
     asked = part if content_words(part) else question  # a bare "by how much" borrows the question's subject
     figure = wants_figure(part) or wants_figure(asked)
-    if figure and wants_money(asked) and not states_money(text):
+    if figure and wants_money(asked) and not (states_money(text) and same_measure(text, asked)):
         return False
     return is_statement(text) and (bool(_figures(text)) or not figure) and not about_other_years(text, question,
                                                                                                   title)

@@ -88,6 +88,9 @@ def test_a_question_about_cost_is_not_answered_by_a_volume():
     report = outline(model_draft("Water costs money.", "P"), [volume], question)
     assert report.short_answer.text == LABELS["en"]["no_answer"]
     assert report.sections[0].claims[0].text == LABELS["en"]["not_said"]
+    tariff = fact("Port Karavel Water set the household tariff for 2025 at 1.62 USD per cubic metre.", "T")
+    report = outline(model_draft("Water costs money.", "T"), [volume, tariff], question)
+    assert report.short_answer.text == LABELS["en"]["no_answer"]  # a price charged is not a cost
     priced = fact("Desalinated water in Port Karavel cost 0.91 USD per cubic metre to produce in 2025.", "Q")
     report = outline(model_draft("Water costs money.", "Q"), [volume, priced], question)
     assert "0.91 USD" in report.short_answer.text
