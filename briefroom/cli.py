@@ -157,6 +157,8 @@ def research(
     """Research QUESTION over your documents and write a cited report."""
     from briefroom.run import ResearchRequest, default_run_dir, run_research
 
+    if out is not None and out.exists() and not out.is_dir():
+        raise _fail(f"--out {out} is a file; give a folder for the run", 2)
     if record is not None and not force:
         recorded = [name for name in ("cassette.jsonl", "report.md") if (record / name).exists()]
         if recorded:  # before any work: a recording is not replaced by accident
@@ -639,12 +641,17 @@ def main() -> None:
     except BriefroomError as exc:
         _fail(str(exc))
         sys.exit(1)
+    except OSError as exc:  # the machine said no: a path that is a file, no permission, a full disk
+        where = f" ({exc.filename})" if exc.filename else ""
+        _fail(f"{exc.strerror or type(exc).__name__}{where}: check the paths given (--out, --data-dir, "
+              "--corpus) and free disk space")
+        sys.exit(1)
     except Exception as exc:  # a bug: still one line for the user; the run log has the details
         from briefroom.protocol.redaction import redact_text
 
         first = redact_text(str(exc).splitlines()[0][:300]) if str(exc) else ""
-        err.print(f"[bold red]error:[/] internal error: {type(exc).__name__}: {first} "
-                  "(details in the run directory's run.jsonl)", soft_wrap=True)
+        err.print(f"[bold red]error:[/] internal error (a bug in briefroom, please report it): "
+                  f"{type(exc).__name__}: {first}", soft_wrap=True)
         sys.exit(1)
 
 

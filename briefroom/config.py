@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from briefroom.errors import ConfigError
 
@@ -75,7 +75,19 @@ class Settings(BaseModel):
                 values["role_models"] = {**values.get("role_models", {}), **value}  # type: ignore[dict-item]
             else:
                 values[key] = value
-        settings = cls.model_validate(values)
+        try:
+            settings = cls.model_validate(values)
+        except ValidationError as exc:  # a user's typo, said in the words the user typed
+            problem = exc.errors()[0]
+            field = str(problem["loc"][0]) if problem["loc"] else "?"
+            where = next((n for n in pick.get(field, ()) if env.get(n) and overrides.get(field) is None), None)
+            name = where or "--" + field.replace("_", "-")
+            raise ConfigError(f"{name}: {problem['msg'].lower()}, got {str(problem.get('input'))[:60]!r}") from None
+        if settings.data_dir.exists() and not settings.data_dir.is_dir():
+            raise ConfigError(f"--data-dir {settings.data_dir} is a file; give a folder (or BRIEFROOM_DATA_DIR)")
+        if settings.base_url and not settings.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"the endpoint must be an http(s) URL, got {settings.base_url[:60]!r} "
+                              "(--base-url, OPENAI_BASE_URL or BRIEFROOM_BASE_URL)")
         if settings.structured not in STRUCTURED_MODES:
             raise ConfigError(f"--structured must be one of {', '.join(STRUCTURED_MODES)}")
         if settings.context not in ("layered", "naive"):

@@ -181,6 +181,10 @@ def resume_research(run_dir: Path, overrides: dict[str, Any] | None = None, prog
 def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request: ResearchRequest,
              progress: ProgressFn | None, stop_after_round: int | None) -> RunResult:
     roles = discover(request.roles_dirs)
+    unknown = sorted(set(settings.role_models) - {r.name for r in roles} - {"summarizer"})
+    if unknown:  # a typo would otherwise run every role on the default model without a word
+        raise ConfigError(f"--role-model names no role of this team: {', '.join(unknown)} (roles: "
+                          f"{', '.join([r.name for r in roles] + ['summarizer'])})")
     bus = bus_for(roles)
     namespace = Namespace(**record.namespace) if record.namespace else None
     recorder = Cassette() if request.record else None

@@ -151,3 +151,24 @@ def test_record_refuses_to_replace_a_recording_without_force(tmp_path):
     assert "already holds a recording (cassette.jsonl); add --force" in result.output
     assert (scenario / "cassette.jsonl").read_text() == '{"kept": true}\n'
     assert not (tmp_path / "run").exists()  # refused before any work
+
+
+def test_plain_mistakes_are_one_error_line_that_says_what_to_fix(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nCloud grew 21% in 2026.\n")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    base = ["research", "How fast did cloud grow?", "--corpus", str(corpus), "--model", "test", "-q"]
+    cases = [
+        (base + ["--out", str(a_file)], {}, "--out " + str(a_file) + " is a file"),
+        (base + ["--data-dir", str(a_file), "--out", str(tmp_path / "r1")], {}, "is a file; give a folder"),
+        (base + ["--out", str(tmp_path / "r2")], {"BRIEFROOM_MAX_TOKENS": "abc"}, "BRIEFROOM_MAX_TOKENS: input should"),
+        (base + ["--role-model", "nobody=test", "--out", str(tmp_path / "r3")], {}, "names no role of this team"),
+        (["research", "q?", "--corpus", str(corpus), "--model", "gpt-x", "--out", str(tmp_path / "r4")],
+         {"OPENAI_BASE_URL": "not a url"}, "the endpoint must be an http(s) URL"),
+    ]
+    for args, env, expected in cases:
+        result = runner.invoke(app, args, env=env)
+        assert result.exit_code in (1, 2), (args, result.output)
+        assert expected in result.output and "internal error" not in result.output, result.output
