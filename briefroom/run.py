@@ -50,6 +50,10 @@ from briefroom.protocol.tools import artifact_tool, corpus_tools
 from briefroom.runlog import RunLog
 
 
+# A question is a question: its words go into every role's prompt (P0, never cut).
+MAX_QUESTION_CHARS = 2000
+
+
 @dataclass
 class ResearchRequest:
     question: str
@@ -123,6 +127,11 @@ def run_research(request: ResearchRequest, settings: Settings, progress: Progres
     once round K has ended (`replay --until-round`); `resume_research` goes on from there."""
     if not request.question.strip():
         raise ConfigError("the question is empty")
+    if len(request.question) > MAX_QUESTION_CHARS:  # it goes into every prompt, and memory matches it
+        raise ConfigError(f"the question is {len(request.question):,} characters; at most {MAX_QUESTION_CHARS:,} "
+                          "(put long material in a document of the corpus instead)")
+    if any(ch in request.question for ch in "\x00\ufffd"):
+        raise ConfigError("the question holds NUL or replacement characters (a binary or mis-decoded paste?)")
     if not request.corpus:
         raise ConfigError("no corpus: pass --corpus DIR (a folder of md, txt, html or pdf files)")
     for folder in request.corpus:  # before a run directory exists for a run that cannot start

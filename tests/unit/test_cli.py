@@ -172,3 +172,14 @@ def test_plain_mistakes_are_one_error_line_that_says_what_to_fix(tmp_path):
         result = runner.invoke(app, args, env=env)
         assert result.exit_code in (1, 2), (args, result.output)
         assert expected in result.output and "internal error" not in result.output, result.output
+
+
+def test_a_huge_or_binary_question_is_refused_before_any_work(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nCloud grew 21% in 2026.\n")
+    for question, expected in (("why? " * 30_000, "at most 2,000"), ("what\x00 is it?", "NUL or replacement")):
+        result = runner.invoke(app, ["research", question, "--corpus", str(corpus), "--model", "test", "-q",
+                                     "--out", str(tmp_path / "run")])
+        assert result.exit_code == 1 and expected in result.output, result.output
+        assert not (tmp_path / "run").exists()
