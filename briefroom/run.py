@@ -49,7 +49,6 @@ from briefroom.protocol.redaction import redact_text
 from briefroom.protocol.tools import artifact_tool, corpus_tools
 from briefroom.runlog import RunLog
 
-
 # A question is a question: its words go into every role's prompt (P0, never cut).
 MAX_QUESTION_CHARS = 2000
 
