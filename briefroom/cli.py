@@ -276,7 +276,7 @@ def index(folders: Annotated[list[Path], typer.Argument(help="folders of documen
     try:
         settings = _settings(data_dir=data_dir)
         idx = CorpusIndex(settings.data_dir, make_embedder(settings.embedder))
-        stats = idx.sync(list(folders))
+        stats = idx.sync(list(folders), progress=lambda line: err.print(line, markup=False))
         idx.close()
     except BriefroomError as exc:
         raise _fail(str(exc)) from None

@@ -233,7 +233,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
             started = time.perf_counter()
             embedder = make_embedder(settings.embedder)
             index = CorpusIndex(settings.data_dir, embedder)
-            stats = index.sync(request.corpus)
+            stats = index.sync(request.corpus, progress=lambda line: say(0, "index", line))
             for skip in stats.skipped:  # one line each; the run goes on without them
                 say(0, "index", f"skipped {skip.path}: {skip.reason}")
             if stats.documents == 0:

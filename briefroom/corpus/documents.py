@@ -9,6 +9,8 @@ UTF-8 with replacement characters. Control characters never reach the index.
 from __future__ import annotations
 
 import hashlib
+import io
+import os
 import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -147,7 +149,7 @@ def load_document(path: Path, display_path: str | None = None) -> Document | Non
         from pypdf.errors import PdfReadError
 
         try:
-            text = _normalise("\n\n".join(page.extract_text() or "" for page in PdfReader(path).pages))
+            text = _normalise("\n\n".join(page.extract_text() or "" for page in PdfReader(io.BytesIO(_read(path))).pages))
         except (PdfReadError, ValueError, OSError, KeyError, TypeError, AssertionError) as exc:
             # pypdf raises many kinds on a damaged file; any of them means this one is unreadable
             raise UnreadableDocument(f"not a readable PDF ({str(exc)[:80] or type(exc).__name__})") from exc
@@ -161,8 +163,26 @@ def load_document(path: Path, display_path: str | None = None) -> Document | Non
     return Document(source_id=source_id_for(text), title=title, path=display_path or str(path), text=text)
 
 
+DEFAULT_MAX_DOCUMENT_MB = 64
+
+
+def max_document_bytes() -> int:
+    """The size cap per document (BRIEFROOM_MAX_DOCUMENT_MB, default 64): a bigger file is
+    skipped with a message instead of taking the index hours."""
+    raw = os.environ.get("BRIEFROOM_MAX_DOCUMENT_MB", "")
+    try:
+        mb = float(raw) if raw else DEFAULT_MAX_DOCUMENT_MB
+    except ValueError:
+        raise ConfigError(f"BRIEFROOM_MAX_DOCUMENT_MB must be a number of megabytes, got {raw[:40]!r}") from None
+    return int(mb * 1024 * 1024)
+
+
 def _read(path: Path) -> bytes:
     try:
+        size, cap = path.stat().st_size, max_document_bytes()
+        if size > cap:
+            raise UnreadableDocument(f"{size / 1048576:.0f} MB, over the {cap / 1048576:.0f} MB cap per document "
+                                     "(BRIEFROOM_MAX_DOCUMENT_MB)")
         return path.read_bytes()
     except OSError as exc:
         raise UnreadableDocument(f"cannot be read ({exc.strerror or exc})") from exc

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from briefroom.errors import EngineeringFailure
 COLLECTION = "corpus_chunks"
 CANDIDATES = 4  # each ranking offers k * CANDIDATES chunks to the fusion
 EMBED_BATCH = 256  # chunks embedded and stored per step: bounded memory for a large document
+PROGRESS_EVERY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,12 @@ class CorpusIndex:
     def close(self) -> None:
         self._db.close()
 
-    def sync(self, folders: list[Path]) -> SyncStats:
-        """Index every document in `folders`; later searches only see these documents."""
+    def sync(self, folders: list[Path], progress: Callable[[str], None] | None = None) -> SyncStats:
+        """Index every document in `folders`; later searches only see these documents.
+
+        Chunks are embedded and stored in batches; a batch already stored (a retry after a
+        kill) is not embedded again, so a large document resumes where it stopped.
+        `progress` gets a line now and then: chunks done of the total, and time left."""
         docs: dict[str, Document] = {}
         skipped: list[Skipped] = []
         for folder in folders:
@@ -84,19 +91,29 @@ class CorpusIndex:
         known = {row[0] for row in self._db.execute("SELECT source_id FROM documents")}
         fresh = [d for d in docs.values() if d.source_id not in known]
         embedded = 0
-        for doc in fresh:
-            chunks = chunk_text(doc.source_id, doc.text)
+        planned = [(doc, chunk_text(doc.source_id, doc.text)) for doc in fresh]
+        total = sum(len(chunks) for _, chunks in planned)
+        done, started, said = 0, time.monotonic(), time.monotonic()
+        for doc, chunks in planned:
             # chromadb refuses more than its max batch size in one add; a large document has more chunks
             step = max(1, min(self._client.get_max_batch_size(), EMBED_BATCH))
             for at in range(0, len(chunks), step):
                 batch = chunks[at:at + step]
+                done += len(batch)
+                stored = self._chunks.get(ids=[c.chunk_id for c in batch], include=[])["ids"]
+                if len(stored) == len(batch):
+                    continue  # stored by an earlier attempt: ids are content-derived, so it is the same text
+                if progress and total > step and time.monotonic() - said >= PROGRESS_EVERY_S:
+                    said = time.monotonic()
+                    left = (said - started) / max(done, 1) * (total - done)
+                    progress(f"embedding chunks: {done:,} of {total:,}, about {left:.0f} s left")
+                embedded += len(batch)
                 self._chunks.upsert(
                     ids=[c.chunk_id for c in batch],
                     embeddings=self._embedder.embed([c.text for c in batch]),
                     documents=[c.text for c in batch],
                     metadatas=[{"source_id": c.source_id, "start": c.start, "end": c.end} for c in batch],
                 )
-            embedded += len(chunks)
             # Written after the vectors: a crash in between re-embeds, never loses chunks.
             self._db.execute("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?)",
                              (doc.source_id, doc.title, doc.path, doc.text))

@@ -143,3 +143,54 @@ def test_a_chinese_question_retrieves_the_chinese_passage_that_answers(tmp_path,
     index.sync([corpus])
     assert "48.6万台" in index.search("临江省公共充电桩保有量是多少？", k=1)[0].text
     index.close()
+
+
+def test_a_document_over_the_size_cap_is_skipped_with_the_setting_to_change(tmp_path, monkeypatch):
+    (tmp_path / "big.txt").write_text("Cloud spending grew. " * 60_000)  # about 1.2 MB
+    (tmp_path / "small.txt").write_text("Cloud spending grew 21% in 2026.")
+    monkeypatch.setenv("BRIEFROOM_MAX_DOCUMENT_MB", "1")
+    skipped: list = []
+    assert [d.text for d in load_corpus(tmp_path, skipped)] == ["Cloud spending grew 21% in 2026."]
+    assert "over the 1 MB cap per document (BRIEFROOM_MAX_DOCUMENT_MB)" in skipped[0].reason
+    monkeypatch.setenv("BRIEFROOM_MAX_DOCUMENT_MB", "lots")
+    with pytest.raises(ConfigError, match="BRIEFROOM_MAX_DOCUMENT_MB must be a number"):
+        load_corpus(tmp_path)
+
+
+def test_indexing_a_large_document_resumes_where_a_kill_stopped_it(tmp_path, data_dir, monkeypatch):
+    from briefroom.corpus import index as index_module
+    from briefroom.corpus.embeddings import make_embedder
+
+    monkeypatch.setattr(index_module, "EMBED_BATCH", 2)
+    (tmp_path / "long.md").write_text("\n\n".join(f"Paragraph {i}: region {i} reported {i * 7} units in 2025 "
+                                                  f"after a long survey of the data. " * 3 for i in range(16)))
+
+    class Dies:
+        """An embedder that is killed after three batches (as a machine would be)."""
+
+        def __init__(self, inner, after):
+            self.inner, self.left, self.batches = inner, after, 0
+            self.name = inner.name
+
+        def embed(self, texts):
+            if self.left == 0:
+                raise KeyboardInterrupt
+            self.left -= 1
+            self.batches += 1
+            return self.inner.embed(texts)
+
+    real = make_embedder("local")
+    first = index_module.CorpusIndex(data_dir, Dies(real, 3))
+    with pytest.raises(KeyboardInterrupt):
+        first.sync([tmp_path])
+    first.close()
+    again = Dies(real, -1)
+    lines: list[str] = []
+    second = index_module.CorpusIndex(data_dir, again)
+    stats = second.sync([tmp_path], progress=lines.append)
+    (doc,) = load_corpus(tmp_path)
+    total = len(chunk_text(doc.source_id, doc.text))
+    assert stats.embedded_chunks == total - 3 * 2  # the three stored batches were not embedded again
+    assert again.batches == -(-(total - 6) // 2)
+    assert "77 units" in second.search("region 11 reported", k=1)[0].text
+    second.close()
