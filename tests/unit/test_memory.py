@@ -307,3 +307,13 @@ def test_the_gate_rejects_an_injection_the_rules_miss_judged_in_its_passage():
                                                                                     end=len(passage), text=passage),))
     from briefroom.memory.gates import _passage
     assert _passage(fact, {"S9": record}) == passage
+
+
+def test_the_gate_refuses_binary_or_mis_decoded_text():
+    from briefroom.memory.gates import Candidate, judge
+
+    for text in ("Spending rose 12%\x00\x00 in 2026.", "Spending rose 12% in 2026 \ufffd\ufffd.", "ELF\x7f\x02 header"):
+        ok, reason = judge(Candidate("fact", text, ("searcher", "critic")))
+        assert not ok and reason.startswith("holds control or replacement characters"), (text, reason)
+    ok, _ = judge(Candidate("fact", "Spending rose 12%\tin 2026.\n", ("searcher", "critic")))
+    assert ok
