@@ -177,6 +177,13 @@ def max_document_bytes() -> int:
     return int(mb * 1024 * 1024)
 
 
+def display_path(name: str) -> str:
+    """A file name as reports, prompts and logs show it: bytes that are not UTF-8 and control
+    characters (a newline in a name) written as escapes, so the name is one line of text."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _read(path: Path) -> bytes:
     try:
         size, cap = path.stat().st_size, max_document_bytes()
@@ -198,7 +205,7 @@ def load_corpus(directory: Path, skipped: list[Skipped] | None = None) -> list[D
         raise ConfigError(f"corpus is not a folder: {directory}")
     docs: dict[str, Document] = {}
     for path in sorted(p for p in directory.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        shown = f"{directory.resolve().name}/{path.relative_to(directory).as_posix()}"
+        shown = display_path(f"{directory.resolve().name}/{path.relative_to(directory).as_posix()}")
         try:
             doc = load_document(path, shown)
         except UnreadableDocument as exc:
