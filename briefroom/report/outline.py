@@ -259,8 +259,9 @@ def outline(draft: WriterDraft, facts: list[Fact], question: str,
             for claim in mine[:3]:
                 used.add(claim.text)
                 claims.append(claim)
-        sections.append(DraftSection.model_construct(heading=heading_for(part) if len(parts) > 1
-                                                     else lab["findings"], claims=claims))
+        heading = heading_for(part) if len(parts) > 1 else lab["findings"]
+        sections.append(DraftSection.model_construct(heading=heading if len(heading.strip()) >= 2 else
+                                                     lab["findings"], claims=claims))
     short = draft.short_answer
     first = next((c for c in sections[0].claims if c.source_ids), None)
     if first is None:  # nothing retrieved answers the first part: say so rather than guess
@@ -273,4 +274,6 @@ def outline(draft: WriterDraft, facts: list[Fact], question: str,
                 and score(f.text, question) >= KEY_FIGURE]
     figures = [_quote(f) for f in relevant[:MAX_KEY_FIGURES]]
     title = draft.title if _is_title(draft.title) else heading_for(question)
+    if len(title.strip()) < 3:  # a question of a word or two ("0"): the report still needs a title
+        title = f"{lab['findings']}: {question.strip()}"[:120]
     return ReportDraft.model_construct(title=title, short_answer=short, sections=sections, key_figures=figures)

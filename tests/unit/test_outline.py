@@ -94,3 +94,13 @@ def test_a_question_about_cost_is_not_answered_by_a_volume():
     priced = fact("Desalinated water in Port Karavel cost 0.91 USD per cubic metre to produce in 2025.", "Q")
     report = outline(model_draft("Water costs money.", "Q"), [volume, priced], question)
     assert "0.91 USD" in report.short_answer.text
+
+
+def test_a_one_character_question_still_gets_a_valid_report():
+    from briefroom.report.draft import ReportDraft
+
+    draft = model_draft("It is big.", "S1")
+    draft.title = "It grew 5% in 2025."  # a claim, not a title: the question's own words would stand in
+    report = outline(draft, FACTS, "0")
+    ReportDraft.model_validate(report.model_dump())  # what the Critic does with it
+    assert report.title.endswith("0") and len(report.title) >= 3
