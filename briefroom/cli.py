@@ -103,6 +103,11 @@ def _print_result(result, as_json: bool) -> None:
     elif result.report is not None:
         sys.stdout.write(result.report)
         err.print(f"[green]report:[/] {result.run_dir / 'report.md'}  (models: {', '.join(sorted(result.labels))})")
+    if getattr(result, "over_budget", 0):  # the budget is a promise: an overrun is said, and the exit code says it
+        err.print(f"[bold yellow]over budget:[/] the run spent {result.tokens_used:,} tokens, {result.over_budget:,} "
+                  f"past its budget of {result.budget:,} (the last model call's size is known only once it "
+                  "returns); exit 3")
+        raise typer.Exit(3)
 
 
 def _settings(**overrides) -> Settings:
@@ -619,9 +624,19 @@ def eval_(
         raise typer.Exit(1)
 
 
+def _stop_like_ctrl_c(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def install_stop_signals() -> None:
+    """SIGTERM and SIGHUP (a closed terminal) end the run like Ctrl-C does: checkpointed,
+    run.json says "interrupted", context managers stop the model server."""
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, _stop_like_ctrl_c)
+
+
 def main() -> None:
-    # SIGTERM ends the run like Ctrl-C does, so context managers stop the model server.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    install_stop_signals()
     try:
         # Not standalone, click returns a command's exit code instead of exiting
         # (typer turns Ctrl-C into 130): pass it on, or every error would exit 0.

@@ -122,6 +122,9 @@ def parse_section_values(pairs: list[str], flag: str, kind: type) -> dict:
             raise ConfigError(f"{flag} {pair!r}: " + ("a share is a fraction in (0, 1]" if kind is float
                                                       else "a floor is a token count >= 0"))
         out[name] = value
+    if kind is float and sum(out.values()) > 1.0 + 1e-9:
+        raise ConfigError(f"{flag} values add up to {sum(out.values()):g}; they are fractions of one budget "
+                          "(at most 1 in total)")
     return out
 
 

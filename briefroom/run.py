@@ -15,7 +15,7 @@ import json
 import re
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -51,6 +51,7 @@ from briefroom.runlog import RunLog
 
 # A question is a question: its words go into every role's prompt (P0, never cut).
 MAX_QUESTION_CHARS = 2000
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass
@@ -77,6 +78,13 @@ class RunResult:
     labels: set[str]
     events: list[dict[str, Any]]
     status: str = "done"
+    tokens_used: int = 0
+    budget: int | None = None
+
+    @property
+    def over_budget(self) -> int:
+        """Tokens spent past the run budget: a model call's size is known only once it returns."""
+        return max(0, self.tokens_used - self.budget) if self.budget else 0
 
 
 @dataclass
@@ -131,6 +139,8 @@ def run_research(request: ResearchRequest, settings: Settings, progress: Progres
                           "(put long material in a document of the corpus instead)")
     if any(ch in request.question for ch in "\x00\ufffd"):
         raise ConfigError("the question holds NUL or replacement characters (a binary or mis-decoded paste?)")
+    # ESC, BEL and other controls would reach the terminal and report.md raw: a question is one line of text
+    request = replace(request, question=" ".join(_CONTROL.sub(" ", request.question).split()))
     if not request.corpus:
         raise ConfigError("no corpus: pass --corpus DIR (a folder of md, txt, html or pdf files)")
     for folder in request.corpus:  # before a run directory exists for a run that cannot start
@@ -209,6 +219,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(_exclusive(run_dir))
+        had_checkpoints = (run_dir / "checkpoints.sqlite").is_file()
         saver = open_checkpointer(run_dir / "checkpoints.sqlite")
         stack.callback(saver.conn.close)
         graph = build_graph(roles, bus, checkpointer=saver)
@@ -227,6 +238,12 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                 charter = snapshot.values["charter"]
             else:  # a new run, or one that stopped before its first checkpoint: start over in place
                 log, moved = RunLog.reopen(run_dir / "run.jsonl", 0)
+                if moved:  # work was logged, but there is nothing to continue it from: say so
+                    why = "no step was checkpointed before it stopped" if had_checkpoints \
+                        else "checkpoints.sqlite is missing"
+                    notice = f"starting over ({why}); the earlier log ({len(moved)} events) is in run.interrupted.jsonl"
+                    say(0, "resume", notice)
+                    log.event("run_restart", reason=notice, moved_lines=len(moved))
                 charter = make_charter(request, settings, roles)
                 (run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
             say(0, "index", "indexing corpus")
@@ -357,7 +374,7 @@ def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunCo
         log.event("memory_gates", seconds=round(time.perf_counter() - started, 4),
                   written=sum(d["accepted"] for d in decisions), rejected=sum(not d["accepted"] for d in decisions))
     log.event("run_end", accepted=report.accepted, repairs=len(report.repairs), rounds=state.get("round"),
-              cited=list(report.cited_sources))
+              cited=list(report.cited_sources), tokens_used=ctx.tokens_used, budget=settings.max_tokens)
     if recorder is not None and request.record is not None:
         from briefroom.scenario import RecordedHandle, write_scenario
 
@@ -365,7 +382,8 @@ def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunCo
                                         context_window=h.context_window) for role, h in pool.handles.items()}
         write_scenario(request.record, request, settings, state["charter"], recorder, report.markdown,
                        label=" / ".join(sorted(pool.labels)), handles=handles)
-    return RunResult(run_dir, report.markdown, state, pool.labels, log.events)
+    return RunResult(run_dir, report.markdown, state, pool.labels, log.events, tokens_used=ctx.tokens_used,
+                     budget=settings.max_tokens)
 
 
 @contextlib.contextmanager

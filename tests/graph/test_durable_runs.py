@@ -243,3 +243,17 @@ def test_resume_sets_a_torn_or_garbled_log_tail_aside_and_the_log_stays_readable
     assert (lines[5][:17].decode() if damage == "torn" else "garbage") in aside
     result = CliRunner().invoke(app, ["runs", "show", str(out)])
     assert result.exit_code == 0, result.output
+
+
+def test_resume_without_checkpoints_says_it_starts_over(small_corpus, data_dir, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(FatalBreaker):
+        run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=out),
+                     Settings(model="test", rounds=3, data_dir=data_dir, max_tokens=1000))
+    (out / "checkpoints.sqlite").unlink()
+    lines: list[str] = []
+    resume_research(out, {"max_tokens": 200_000}, progress=lambda p: lines.append(p.step))
+    assert runs.load(out).status == "done"
+    restart = next(e for e in events(out) if e["event"] == "run_restart")
+    assert "checkpoints.sqlite is missing" in restart["reason"] and restart["moved_lines"] > 0
+    assert any(line.startswith("starting over (checkpoints.sqlite is missing)") for line in lines)

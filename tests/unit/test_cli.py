@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from briefroom.cli import app
@@ -183,3 +184,59 @@ def test_a_huge_or_binary_question_is_refused_before_any_work(tmp_path):
                                      "--out", str(tmp_path / "run")])
         assert result.exit_code == 1 and expected in result.output, result.output
         assert not (tmp_path / "run").exists()
+
+
+def test_sighup_and_sigterm_stop_a_run_like_ctrl_c(monkeypatch):
+    import signal
+
+    from briefroom import cli
+
+    installed = {}
+    monkeypatch.setattr(signal, "signal", lambda sig, handler: installed.__setitem__(sig, handler))
+    cli.install_stop_signals()
+    assert set(installed) == {signal.SIGTERM, signal.SIGHUP}
+    for handler in installed.values():
+        with pytest.raises(KeyboardInterrupt):
+            handler(signal.SIGHUP, None)
+
+
+def test_shares_are_fractions_of_one_budget_and_controls_leave_the_question(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nCloud spending grew 21% in 2026.\n")
+    result = runner.invoke(app, ["research", "q?", "--corpus", str(corpus), "--model", "test", "-q",
+                                 "--share", "facts=0.9", "--share", "sources=0.9", "--share", "memory=0.9"])
+    assert result.exit_code != 0 and "add up to 2.7" in result.output
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["research", "How fast did cloud\x1b[31m spending\x07 grow in 2026?", "--corpus",
+                                 str(corpus), "--model", "test", "-q", "--out", str(out), "--no-memory"])
+    assert result.exit_code == 0, result.output
+    report = (out / "report.md").read_text()
+    assert "\x1b" not in result.output and "\x07" not in report and "\x1b" not in report
+    assert json.loads((out / "charter.json").read_text())["goal"] == "How fast did cloud [31m spending grow in 2026?"
+
+
+def test_a_run_that_spends_past_its_budget_says_so_and_exits_3(tmp_path, capsys):
+    import typer
+
+    from briefroom import cli
+    from briefroom.run import RunResult
+
+    over = RunResult(tmp_path, "# r\n", {}, {"test"}, [], tokens_used=1_466, budget=1_000)
+    with pytest.raises(typer.Exit) as stop:
+        cli._print_result(over, as_json=False)
+    assert stop.value.exit_code == 3
+    assert "spent 1,466 tokens, 466 past its budget of 1,000" in capsys.readouterr().err
+    cli._print_result(RunResult(tmp_path, "# r\n", {}, {"test"}, [], tokens_used=999, budget=1_000), as_json=False)
+
+
+def test_run_end_records_what_the_run_spent_against_its_budget(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nCloud spending grew 21% in 2026.\n")
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["research", "How fast did cloud spending grow in 2026?", "--corpus", str(corpus),
+                                 "--model", "test", "--out", str(out), "-q", "--no-memory"])
+    assert result.exit_code == 0, result.output
+    end = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()][-1]
+    assert end["event"] == "run_end" and end["tokens_used"] > 0 and end["budget"] is None  # no budget set
