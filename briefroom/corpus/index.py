@@ -18,6 +18,7 @@ from briefroom.corpus.documents import Document, Skipped, load_corpus
 from briefroom.corpus.embeddings import Embedder
 from briefroom.corpus.lexical import LexicalIndex, fuse
 from briefroom.errors import EngineeringFailure
+from briefroom.files import store_file
 
 COLLECTION = "corpus_chunks"
 CANDIDATES = 4  # each ranking offers k * CANDIDATES chunks to the fusion
@@ -55,17 +56,19 @@ class CorpusIndex:
         self.root = data_dir / "index" / f"{_safe(embedder.name)}-chunks{CHUNKER_VERSION}"
         self.root.mkdir(parents=True, exist_ok=True)
         self._embedder = embedder
-        self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
-                                                 settings=ChromaSettings(anonymized_telemetry=False))
-        self._chunks = self._client.get_or_create_collection(
-            COLLECTION, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+        with store_file(self.root / "chroma", "the corpus index's vectors"):
+            self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
+                                                     settings=ChromaSettings(anonymized_telemetry=False))
+            self._chunks = self._client.get_or_create_collection(
+                COLLECTION, metadata={"hnsw:space": "cosine"}, embedding_function=None)
         # Tools run in a worker thread (for timeouts); calls are serialised, so sharing is safe.
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.root / "documents.sqlite", check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.execute("CREATE TABLE IF NOT EXISTS documents (source_id TEXT PRIMARY KEY, title TEXT, "
-                         "path TEXT, text TEXT)")
+        with store_file(self.root / "documents.sqlite", "the corpus index's documents"):
+            self._db = sqlite3.connect(self.root / "documents.sqlite", check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.execute("CREATE TABLE IF NOT EXISTS documents (source_id TEXT PRIMARY KEY, title TEXT, "
+                             "path TEXT, text TEXT)")
         self._scope: list[str] = []
         self._lexical_index: tuple[tuple[str, ...], LexicalIndex] | None = None
         self._chunk_cache: dict[str, Chunk] = {}

@@ -19,6 +19,7 @@ from typing import Any
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from briefroom.files import store_file
 from briefroom.graph import faults
 from briefroom.graph.state import (
     Charter,
@@ -79,7 +80,8 @@ def open_checkpointer(path: Path) -> SqliteSaver:
     """A SqliteSaver on `path`; the caller closes `saver.conn` when the run ends.
     synchronous=FULL: a checkpoint reported written survives a crash of the machine,
     not only of the process (the run is invoked with durability="sync")."""
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
+    with store_file(path, "the run's checkpoints"):
+        conn = sqlite3.connect(str(path), check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
     return RunSaver(conn, serde=serializer())

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from briefroom.corpus.embeddings import Embedder
+from briefroom.files import store_file
 from briefroom.graph import faults
 from briefroom.memory.namespace import Namespace, Scope
 from briefroom.memory.zones import FactRow, Recalled
@@ -86,14 +87,16 @@ class MemoryStore:
         self._embedder = embedder
         self._now = now
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.root / "memory.sqlite", check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable at checkpoints, no fsync per commit
-        self._db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
-        self._db.executescript(_SCHEMA)
-        self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
-                                                 settings=ChromaSettings(anonymized_telemetry=False))
+        with store_file(self.root / "memory.sqlite", "long-term memory"):
+            self._db = sqlite3.connect(self.root / "memory.sqlite", check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable at checkpoints, no fsync per commit
+            self._db.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
+            self._db.executescript(_SCHEMA)
+        with store_file(self.root / "chroma", "long-term memory's vectors"):
+            self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
+                                                     settings=ChromaSettings(anonymized_telemetry=False))
         self._collections: dict[str, Any] = {}
         self._pending: dict[str, tuple[list, list, list]] | None = None  # vectors held by transaction()
         self._vectors: dict[str, list[list[float]]] = {}

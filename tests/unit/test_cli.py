@@ -240,3 +240,23 @@ def test_run_end_records_what_the_run_spent_against_its_budget(tmp_path):
     assert result.exit_code == 0, result.output
     end = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()][-1]
     assert end["event"] == "run_end" and end["tokens_used"] > 0 and end["budget"] is None  # no budget set
+
+
+def test_a_damaged_store_file_is_named_with_what_to_do(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nCloud spending grew 21% in 2026.\n")
+    data = tmp_path / "data"
+    ok = runner.invoke(app, ["research", "How fast did cloud spending grow?", "--corpus", str(corpus), "--model",
+                             "test", "-q", "--data-dir", str(data), "--out", str(tmp_path / "r1")])
+    assert ok.exit_code == 0, ok.output
+    (store,) = data.rglob("memory.sqlite")
+    store.write_bytes(bytes(range(256)) * 64)  # random bytes where the database was
+    for wal in store.parent.glob("memory.sqlite-*"):
+        wal.unlink()
+    result = runner.invoke(app, ["research", "How fast did cloud spending grow?", "--corpus", str(corpus), "--model",
+                                 "test", "-q", "--data-dir", str(data), "--out", str(tmp_path / "r2")])
+    assert result.exit_code == 1
+    assert f"{store} (long-term memory) cannot be read" in " ".join(result.output.split()) or \
+        "memory.sqlite (long-term memory) cannot be read" in result.output.replace("\n", "")
+    assert "move it aside" in " ".join(result.output.split()) and "internal error" not in result.output
