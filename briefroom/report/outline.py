@@ -29,6 +29,8 @@ MODEL_SHARE = 0.95
 # Key figures are facts that speak to the whole question at least this well.
 KEY_FIGURE = 0.5
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z-]+")
+# A part that asks for someone: a sentence naming someone answers it better.
+_WHO = re.compile(r"\s*(?:who\b|谁|哪家)", re.I)
 # Years in a part pick the facts of that year over those of another.
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
 
@@ -97,6 +99,8 @@ class Scorer:
             lexical += 0.2 * len(words & (stemmed_words(part) | stemmed_words(question))) / len(words)
         semantic = self.semantic.get((text, part))
         score = lexical if semantic is None else 0.5 * lexical + 0.5 * semantic
+        if _WHO.match(part) and any(w in self.names and w[1:].islower() for w in _TOKEN.findall(text)):
+            score += 0.1  # "who…" is answered by a name (Microsoft, Azure), not by a segment (IaaS)
         found = set(_YEAR.findall(text))
         if set(_YEAR.findall(part)) & found:
             score += 0.15

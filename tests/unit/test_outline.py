@@ -104,3 +104,14 @@ def test_a_one_character_question_still_gets_a_valid_report():
     report = outline(draft, FACTS, "0")
     ReportDraft.model_validate(report.model_dump())  # what the Critic does with it
     assert report.title.endswith("0") and len(report.title) >= 3
+
+
+def test_who_is_answered_by_a_name_rather_than_a_segment():
+    question = "How big is the 2026 public cloud market and who is growing fastest?"
+    facts = [fact("Infrastructure as a service (IaaS) is the fastest-growing segment, expanding 24.8% in 2026.", "A"),
+             fact("Among the three largest providers, Microsoft Azure is growing fastest, with revenue up 31%.", "A"),
+             fact("Public cloud spending will reach 723 billion USD in 2026.", "A")]
+    from briefroom.corpus.embeddings import make_embedder
+
+    report = outline(model_draft("Cloud is big.", "A"), facts, question, embed=make_embedder("local").embed)
+    assert "Microsoft Azure" in report.sections[1].claims[0].text
