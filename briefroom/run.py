@@ -238,10 +238,10 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                 charter = snapshot.values["charter"]
             else:  # a new run, or one that stopped before its first checkpoint: start over in place
                 log, moved = RunLog.reopen(run_dir / "run.jsonl", 0)
-                if moved:  # work was logged, but there is nothing to continue it from: say so
-                    why = "no step was checkpointed before it stopped" if had_checkpoints \
-                        else "checkpoints.sqlite is missing"
-                    notice = f"starting over ({why}); the earlier log ({len(moved)} events) is in run.interrupted.jsonl"
+                if moved and not had_checkpoints:  # work was logged, its checkpoints are gone: say so
+                    # (killed before the first step's checkpoint, a run has not started: it starts over quietly)
+                    notice = (f"starting over (checkpoints.sqlite is missing); the earlier log ({len(moved)} events) "
+                              "is in run.interrupted.jsonl")
                     say(0, "resume", notice)
                     log.event("run_restart", reason=notice, moved_lines=len(moved))
                 charter = make_charter(request, settings, roles)

@@ -94,16 +94,17 @@ def test_control_characters_never_reach_a_document():
     assert _normalise("Cloud\x07 grew\x1b 21%\ufffd in 2026.\r\nNext") == "Cloud grew 21% in 2026.\nNext"
 
 
-def test_a_document_with_more_chunks_than_one_store_batch_is_indexed_whole(tmp_path, data_dir, monkeypatch):
+def test_a_document_with_more_chunks_than_one_store_batch_is_indexed_whole(tmp_path, monkeypatch):
     from briefroom.corpus import index as index_module
     from briefroom.corpus.embeddings import make_embedder
 
     monkeypatch.setattr(index_module, "EMBED_BATCH", 3)  # as a 4 MB file does with chromadb's limit
-    (tmp_path / "long.md").write_text("\n\n".join(f"Paragraph {i}: the figure for region {i} was {i * 7} units in "
-                                                   f"2025, the survey said, after a long review of the data." * 3
-                                                   for i in range(12)))
-    idx = index_module.CorpusIndex(data_dir, make_embedder("local"))
-    stats = idx.sync([tmp_path])
+    (tmp_path / "docs").mkdir()
+    paragraphs = [f"Paragraph {i}: the figure for region {i} was {i * 7} units in 2025, the survey said, after a "
+                  "long review of the data." * 3 for i in range(12)]
+    (tmp_path / "docs" / "long.md").write_text("\n\n".join(paragraphs))
+    idx = index_module.CorpusIndex(tmp_path / "data", make_embedder("local"))  # its own store: count() is its chunks
+    stats = idx.sync([tmp_path / "docs"])
     assert stats.embedded_chunks > 6
     assert idx._chunks.count() == stats.embedded_chunks
     assert "77 units" in idx.search("figure for region 11", k=1)[0].text
