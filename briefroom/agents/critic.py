@@ -43,6 +43,9 @@ def review_conclusions(turn: Turn, conclusions: list[AgentMessage]) -> None:
         if not message.body.references:
             rejected[message.msg_id] = "no source"
             continue
+        if len(message.body.content.strip()) < 3:  # "0" from a document of one digit is not a claim
+            rejected[message.msg_id] = "too short to be a claim"
+            continue
         problems = claim_problems(Claim(text=message.body.content, source_ids=list(message.body.references)), texts)
         if problems:
             rejected[message.msg_id] = problems[0].line()

@@ -110,6 +110,7 @@ def step(turn: Turn) -> None:
                                 material=passage_items(records, question), enums={"source_ids": ids})
         texts = turn.source_texts()
         said = {m.body.content for m in turn.own_messages()}
+        before = len(said)
         for finding in findings.findings:
             claim = Claim(text=" ".join(finding.claim.split()), source_ids=list(dict.fromkeys(finding.source_ids)))
             if claim_problems(claim, texts):
@@ -133,6 +134,9 @@ def step(turn: Turn) -> None:
             said.add(fact.text)
             turn.publish(MsgType.CONCLUSION, fact.text, references=[fact.source_id], relation=instruction.msg_id,
                          structured={"question": question, "verbatim_fact": fact.fact_id}, priority=Priority.P1)
+        if len(said) == before:  # passages came back, but nothing in them held up: the team must still hear of it
+            turn.publish(MsgType.CONCLUSION, f"No passage in the corpus answers: {question}",
+                         relation=instruction.msg_id, priority=Priority.P2)
         turn.note(f"searched: {question} -> {len(records)} source(s)")
 
 

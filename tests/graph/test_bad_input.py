@@ -29,6 +29,16 @@ def test_binary_and_broken_files_are_skipped_and_the_run_answers_from_the_rest(t
     assert b"ELF" not in memory and "\ufffd".encode() not in memory
 
 
+def test_passages_with_nothing_usable_end_in_a_no_evidence_report_not_an_error(tmp_path, data_dir):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\\n\\nCloud grew 21% in 2026.")  # one heading line, literally
+    out = tmp_path / "run"
+    result = run_research(ResearchRequest(question="How fast did cloud spending grow in 2026?", corpus=[corpus],
+                                          out=out), Settings(model="test", rounds=1, data_dir=data_dir))
+    assert result.report is not None and result.report.startswith("# No verified answer")
+
+
 # --- fuzz: random corpora and questions -------------------------------------------------
 
 import os  # noqa: E402
@@ -36,7 +46,7 @@ import os  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from briefroom.errors import BriefroomError  # noqa: E402
+from briefroom.errors import ConfigError  # noqa: E402
 
 _SENTENCES = ["Cloud spending grew 21% in 2026, the survey said.", "云计算支出在2026年增长了21%。",
               "Le marché a progressé de 19 % en 2026.", "Revenue was 4.2 billion USD in 2025."]
@@ -72,7 +82,7 @@ def test_any_corpus_and_question_end_in_a_report_or_one_clear_error(tmp_path_fac
     try:
         run_research(ResearchRequest(question=question, corpus=[corpus], out=out),
                      Settings(model="test", rounds=1, data_dir=data))
-    except BriefroomError as exc:  # a clear, one-line error for a user's input is a correct result
+    except ConfigError as exc:  # a clear, one-line error for a user's input is a correct result
         assert str(exc) and "\n" not in str(exc).strip()
         return
     report = (out / "report.md").read_text(encoding="utf-8")
