@@ -17,6 +17,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from briefroom.errors import ConfigError
+from briefroom.protocol.chars import GARBAGE_RE
 from briefroom.protocol.redaction import redact_text
 
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".rst"}
@@ -34,9 +35,6 @@ class Skipped:
     reason: str
 
 
-# C0/C1 controls other than tab and newline, and the replacement character (what a wrong
-# decoding leaves): never part of a document's text.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 
 
@@ -124,7 +122,7 @@ def _title_from_text(text: str, path: Path) -> str:
 
 
 def _normalise(text: str) -> str:
-    text = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = GARBAGE_RE.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = re.sub(r"[ \t]+", " ", text)
     return re.sub(r"\n\s*\n\s*(\n\s*)+", "\n\n", text).strip()
 

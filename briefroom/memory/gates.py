@@ -25,14 +25,13 @@ from briefroom.memory.namespace import Namespace
 from briefroom.memory.store import MemoryStore
 from briefroom.memory.zones import FactRow
 from briefroom.protocol import injection
+from briefroom.protocol.chars import GARBAGE_RE
 from briefroom.protocol.messages import MsgType
 from briefroom.protocol.redaction import redact
 from briefroom.protocol.summarizer import content_words
 from briefroom.protocol.untrusted import instruction_like
 
 MIN_BACKERS = 2
-# NUL and other controls (tab and newline aside) and U+FFFD: what binary or mis-decoded input leaves
-_GARBAGE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
 _UNIT = re.compile(r"\s*(%|percent|per cent|(?:billion|million|trillion|thousand|bn|m)\b)?\s*"
                    r"(USD|EUR|GBP|dollars|euros|\$)?", re.IGNORECASE)
 
@@ -51,7 +50,7 @@ def judge(candidate: Candidate) -> tuple[bool, str]:
         return False, "process traces and raw tool output never persist"
     if candidate.kind == "conclusion":
         return False, "a conclusion persists only as a fact two roles confirmed"
-    if _GARBAGE.search(candidate.text):
+    if GARBAGE_RE.search(candidate.text):
         return False, "holds control or replacement characters (binary or mis-decoded text)"
     order = instruction_like(injection.normalize(candidate.text))
     if order:

@@ -35,19 +35,14 @@ from typing import Any
 
 import numpy as np
 
+from briefroom.protocol.chars import INVISIBLE_RE
+
 __all__ = ["Verdict", "judge", "normalize", "score_windows", "units", "threshold"]
 
 # ---------------------------------------------------------------------------
 # Normalisation
 # ---------------------------------------------------------------------------
 
-# Characters that render as nothing (zero-width, soft hyphen, word joiner, BOM, Mongolian
-# vowel separator) or only change display order (bidi embeddings/overrides/isolates and
-# marks).  Attackers put them inside keywords so that "ig\u200bnore" no longer matches.
-_INVISIBLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]"
-)
 _LATIN = re.compile(r"[A-Za-z]")
 _CYR_GREEK = re.compile("[\u0370-\u03ff\u0400-\u04ff]")
 _WORD = re.compile(r"\w+")
@@ -89,7 +84,7 @@ def normalize(text: str) -> str:
     caught attacks drop from ~67%/92% retained to 100% with this normalisation.
     """
     text = unicodedata.normalize("NFKC", text)
-    text = _INVISIBLE.sub("", text)
+    text = INVISIBLE_RE.sub("", text)
     return _fold_confusables(text)
 
 
