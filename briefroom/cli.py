@@ -103,7 +103,7 @@ def _print_result(result, as_json: bool) -> None:
     elif result.report is not None:
         sys.stdout.write(result.report)
         err.print(f"[green]report:[/] {result.run_dir / 'report.md'}  (models: {', '.join(sorted(result.labels))})")
-    if getattr(result, "over_budget", 0):  # the budget is a promise: an overrun is said, and the exit code says it
+    if result.over_budget:  # the budget is a promise: an overrun is said, and the exit code says it
         err.print(f"[bold yellow]over budget:[/] the run spent {result.tokens_used:,} tokens, {result.over_budget:,} "
                   f"past its budget of {result.budget:,} (the last model call's size is known only once it "
                   "returns); exit 3")
