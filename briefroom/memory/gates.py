@@ -55,16 +55,17 @@ def judge(candidate: Candidate) -> tuple[bool, str]:
     order = instruction_like(injection.normalize(candidate.text))
     if order:
         return False, f"reads like an instruction to an agent ({order})"
-    # the learned, multilingual detector, on the candidate in the passage it came from
-    verdict = injection.judge(candidate.data.get("passage") or candidate.text, candidate.text)
-    if verdict.flagged:
-        return False, f"reads like an instruction to an agent (detector: {verdict.reason})"
     if redact(candidate.text)[1]:
         return False, "contains a secret"
     if candidate.kind == "fact" and len(set(candidate.backers)) < MIN_BACKERS:
         return False, f"unverified: backed by {len(set(candidate.backers))} role(s), {MIN_BACKERS} needed"
     if candidate.kind in ("task_memory", "skill") and not candidate.data.get("accepted"):
         return False, "the Critic did not pass the report against the acceptance criteria"
+    # Last, as the costly check (an embedding per window): the learned, multilingual
+    # detector, on what would otherwise be kept, in the passage it came from.
+    verdict = injection.judge(candidate.data.get("passage") or candidate.text, candidate.text)
+    if verdict.flagged:
+        return False, f"reads like an instruction to an agent (detector: {verdict.reason})"
     return True, "verified"
 
 
