@@ -43,6 +43,7 @@ browser:
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 test: install browser
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
 lint: install

@@ -18,16 +18,18 @@ import time
 from types import SimpleNamespace
 
 from briefroom.agents.base import Turn
-from briefroom.agents.context import RunContext
 from briefroom.agents.registry import bus_for, discover
+from briefroom.agents.run_context import RunContext
 from briefroom.graph.builder import round_end
 from briefroom.graph.reducers import append_messages
-from briefroom.graph.state import Charter, Fact
 from briefroom.llm import ModelHandle, ModelPool
-from briefroom.models.test_model import TestChatModel
+from briefroom.models.deterministic import DeterministicChatModel
 from briefroom.protocol.budget import TokenCounter
-from briefroom.protocol.context import Item, mark_data
 from briefroom.protocol.messages import MsgType, Priority, make_message
+from briefroom.protocol.payloads import AnyPayload, Critique, ReportMessage
+from briefroom.protocol.prompt_assembly import Item, mark_data
+from briefroom.records import Charter, Fact
+from briefroom.report.draft import Claim, DraftSection, ReportDraft
 from briefroom.runlog import RunLog
 
 WINDOW = 128_000  # a typical hosted model; the naive baseline may use all of it
@@ -48,11 +50,23 @@ def tool_output(round_no: int, k: int) -> str:
     return json.dumps({"hits": hits}, indent=1)
 
 
+
+def sample_payload(msg_type: MsgType, content: str) -> AnyPayload | None:
+    """A minimal valid payload for a simulated message (what a real role would attach)."""
+    if msg_type is MsgType.CRITIQUE:
+        return Critique(kind="review")
+    if msg_type is MsgType.REPORT:
+        claim = Claim(text="A simulated claim.", source_ids=[])
+        draft = ReportDraft(title="Draft report", short_answer=claim,
+                            sections=[DraftSection(heading="Findings", claims=[claim])])
+        return ReportMessage(draft=draft, markdown=content)
+    return None
+
 class Simulation:
     def __init__(self, strategy: str, window: int = WINDOW):
         roles = [r for r in discover() if r.name in ROLES]
         self.roles, self.bus = roles, bus_for(roles)
-        handles = {name: ModelHandle(name, "test", "test", TestChatModel(), "json_object_schema", window)
+        handles = {name: ModelHandle(name, "test", "test", DeterministicChatModel(), "json_object_schema", window)
                    for name in [*ROLES, "summarizer"]}
         self.ctx = RunContext(bus=self.bus, models=ModelPool(handles), counter=TokenCounter(), log=RunLog(None),
                               context_strategy=strategy)
@@ -69,7 +83,8 @@ class Simulation:
                 refs: tuple[str, ...] = (), priority: Priority = Priority.P2, ttl: int = 2) -> None:
         self.seq += 1
         message = make_message(sender=sender, msg_type=msg_type, content=content, round=self.state["round"],
-                               seq=self.seq, receiver=receiver, references=refs, priority=priority, ttl_rounds=ttl)
+                               seq=self.seq, receiver=receiver, references=refs, priority=priority, ttl_rounds=ttl,
+                               payload=sample_payload(msg_type, content))
         self.state["whiteboard"] = append_messages(self.state["whiteboard"], [message])
 
     def prompt(self, role_name: str, material: list[Item] | None = None) -> int:

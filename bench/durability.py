@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from briefroom.events import read_events
+
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "scenarios" / "cloud-market"
 CLI = [sys.executable, "-m", "briefroom.cli"]
@@ -47,7 +49,7 @@ def step(turn):
 
 ROLE = Role(name=NAME, prompt=Path(__file__).with_name("relay.md"),
             subscriptions=(Subscription(msg_type=MsgType.CONCLUSION, senders=(OTHER, "searcher")),),
-            publications=(MsgType.CONCLUSION,), output_schema=None, step=step, order=ORDER)
+            publications=(MsgType.CONCLUSION,), step=step, order=ORDER)
 '''
 
 
@@ -70,7 +72,7 @@ def _run(*args: str, crash: str | None = None) -> tuple[subprocess.CompletedProc
 
 
 def _log_is_clean(run_dir: Path) -> bool:
-    seqs = [json.loads(line)["seq"] for line in (run_dir / "run.jsonl").read_text().splitlines()]
+    seqs = [e.seq for e in read_events(run_dir / "run.jsonl")]
     return seqs == list(range(1, len(seqs) + 1))
 
 

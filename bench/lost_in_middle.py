@@ -20,8 +20,8 @@ import urllib.request
 from pathlib import Path
 
 from briefroom.agents.prompting import focus_items
-from briefroom.graph.state import Fact
 from briefroom.models.embedded import EmbeddedServer
+from briefroom.records import Fact
 
 POSITIONS = (0.1, 0.3, 0.5, 0.7, 0.9)
 # (key sentence, question, accepted answers): invented figures, not from any scenario

@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from briefroom.config import Settings  # noqa: E402
 from briefroom.corpus.embeddings import make_embedder  # noqa: E402
+from briefroom.events import BusMessage, LlmCall, MemoryGates, MemoryReuse, RunEnd, ToolCall, read_events  # noqa: E402
 from briefroom.memory.namespace import Namespace  # noqa: E402
 from briefroom.memory.store import MemoryStore  # noqa: E402
 from briefroom.run import ResearchRequest, run_research  # noqa: E402
@@ -51,20 +52,16 @@ def load_pair(folder: Path) -> dict:
     return {**data, "corpus": (folder / data["corpus"]).resolve()}
 
 
-def _events(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "run.jsonl").read_text().splitlines()]
-
-
 def _summary(run_dir: Path, report: str) -> dict:
-    ev = _events(run_dir)
-    memory_facts = [e for e in ev if e["event"] == "memory_reuse"]
-    gates = next((e["seconds"] for e in ev if e["event"] == "memory_gates"), 0.0)
-    wall = next(e["elapsed_s"] for e in ev if e["event"] == "run_end")
-    return {"tool_calls": sum(e["event"] == "tool_call" for e in ev),
-            "llm_calls": sum(e["event"] == "llm_call" for e in ev),
-            "questions_searched": sum(e["event"] == "bus_message" and e["agent"] == "planner" for e in ev),
+    ev = read_events(run_dir / "run.jsonl")
+    memory_facts = [e for e in ev if isinstance(e, MemoryReuse)]
+    gates = next((e.seconds for e in ev if isinstance(e, MemoryGates)), 0.0)
+    wall = next(e.elapsed_s for e in ev if isinstance(e, RunEnd))
+    return {"tool_calls": sum(isinstance(e, ToolCall) for e in ev),
+            "llm_calls": sum(isinstance(e, LlmCall) for e in ev),
+            "questions_searched": sum(isinstance(e, BusMessage) and e.agent == "planner" for e in ev),
             "questions_answered_from_memory": len(memory_facts),
-            "memory_facts_in_report": sum(1 for e in memory_facts if e["source"] in report),
+            "memory_facts_in_report": sum(1 for e in memory_facts if e.source in report),
             "gates_s": gates, "run_s": wall, "gates_share": round(gates / wall, 4) if wall else 0.0}
 
 

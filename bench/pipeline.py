@@ -16,6 +16,7 @@ from pathlib import Path
 from briefroom.config import Settings
 from briefroom.corpus.embeddings import MiniLMEmbedder
 from briefroom.corpus.index import CorpusIndex
+from briefroom.events import LlmCall
 from briefroom.run import ResearchRequest, run_research
 
 CORPUS = Path(__file__).resolve().parent.parent / "scenarios" / "cloud-market" / "corpus"
@@ -36,12 +37,12 @@ def main() -> None:
         result = run_research(ResearchRequest(question=QUESTION, corpus=[CORPUS], out=Path(tmp) / "run"),
                               Settings(model="test", rounds=3, data_dir=data))
         t3 = time.perf_counter()
-        calls = [e for e in result.events if e["event"] == "llm_call"]
+        calls = [e for e in result.events if isinstance(e, LlmCall)]
         print(json.dumps({
             "bench": "pipeline", "documents": cold.documents, "chunks_embedded_cold": cold.embedded_chunks,
             "index_cold_s": round(t1 - t0, 3), "index_warm_s": round(t2 - t1, 3),
             "chunks_embedded_warm": warm.embedded_chunks, "research_test_provider_s": round(t3 - t2, 3),
-            "llm_calls": len(calls), "max_prompt_tokens": max(c["prompt_tokens"] for c in calls),
+            "llm_calls": len(calls), "max_prompt_tokens": max(c.prompt_tokens for c in calls),
             "rounds": result.state["round"]}))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import signal
 import sys
@@ -12,19 +13,21 @@ from typing import Annotated, Optional
 
 import click
 import typer
-
-try:  # typer 0.2x runs on its own copy of click: its exceptions are not click's
-    from typer._click.exceptions import ClickException as TyperClickException
-except ImportError:  # older typer uses click itself
-    TyperClickException = click.ClickException
-EXIT = (click.exceptions.Exit, typer.Exit)
-USAGE = (click.ClickException, TyperClickException)
-ABORT = (click.exceptions.Abort, typer.Abort)
+from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
 from briefroom.config import Settings, parse_role_models, parse_section_values
 from briefroom.errors import BriefroomError
+
+try:  # typer 0.2x runs on its own copy of click: its exceptions are not click's
+    TyperClickException: type[click.ClickException] = importlib.import_module(
+        "typer._click.exceptions").ClickException
+except ImportError:  # older typer uses click itself
+    TyperClickException = click.ClickException
+EXIT = (click.exceptions.Exit, typer.Exit)
+USAGE = (click.ClickException, TyperClickException)
+ABORT = (click.exceptions.Abort, typer.Abort)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="briefroom: a team of LLM agents that writes cited research reports.")
@@ -110,10 +113,28 @@ def _print_result(result, as_json: bool) -> None:
         raise typer.Exit(3)
 
 
+class RoleListing(BaseModel):
+    """A row of `briefroom roles`."""
+
+    order: int
+    name: str
+    description: str
+    tools: list[str]
+    budget_tokens: int
+    finishing_duty: str | None
+    publishes: list[str]
+    subscribes: list[str]
+    capabilities: list[str]
+    guards: list[str]
+
+
 def _settings(**overrides) -> Settings:
     return Settings.from_env(**overrides)
 
 
+# Options several commands share, declared once.
+Json = Annotated[bool, typer.Option("--json", help="machine-readable output (JSON) instead of text")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")]
 DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="index and memory stores "
                                                  "(env BRIEFROOM_DATA_DIR; default ~/.local/share/briefroom)")]
 User = Annotated[Optional[str], typer.Option("--user", help="memory namespace: user (env BRIEFROOM_USER; "
@@ -155,9 +176,8 @@ def research(
     fact_threshold: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="share of the question's words "
                                                             "and numbers a remembered fact must hold to be recalled "
                                                             "(default 0.5)")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary instead of the report (progress "
-                                          "as JSON lines on stderr)")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
+    as_json: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Research QUESTION over your documents and write a cited report."""
     from briefroom.run import ResearchRequest, default_run_dir, run_research
@@ -193,8 +213,8 @@ def resume(
                                                       "the run")] = None,
     live: Annotated[bool, typer.Option("--live", help="a replay goes on with a live model (--model) instead of "
                                        "its cassette")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary instead of the report")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")] = False,
+    as_json: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Continue a run from its last checkpoint (after a crash, Ctrl-C, a failing endpoint
     or the token budget), with the same settings unless you change them here."""
@@ -207,7 +227,7 @@ def resume(
         if record.status == "done":
             err.print(f"{run_dir} is already complete: {run_dir / 'report.md'}")
             if as_json:
-                stdout.print_json(json.dumps(runs.summary(run_dir, record)))
+                stdout.print_json(runs.summarize(run_dir, record).model_dump_json())
             return
         if live and not (model or role_model):
             raise BriefroomError("--live needs --model (the model that continues the replay)")
@@ -224,7 +244,7 @@ app.add_typer(runs_app, name="runs")
 @runs_app.command("list")
 def runs_list(
     folder: Annotated[Path, typer.Argument(help="folder of run directories")] = Path("runs"),
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+    as_json: Json = False,
 ) -> None:
     """Every run under FOLDER, newest first: status, rounds, question."""
     from briefroom import runs
@@ -233,11 +253,11 @@ def runs_list(
         found = runs.find_runs(folder)
     except BriefroomError as exc:
         raise _fail(str(exc)) from None
-    rows = [{"run_dir": str(d), "status": r.status if r else "unknown", "round": r.round if r else None,
-             "max_rounds": r.settings.get("rounds") if r else None, "question": r.question if r else None,
-             "updated": r.updated if r else None, "report": (d / "report.md").is_file()} for d, r in found]
+    rows = [runs.RunListing(run_dir=str(d), status=r.status if r else "unknown", round=r.round if r else None,
+                            max_rounds=r.settings.get("rounds") if r else None, question=r.question if r else None,
+                            updated=r.updated if r else None, report=(d / "report.md").is_file()) for d, r in found]
     if as_json:
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps([row.model_dump(mode="json") for row in rows], ensure_ascii=False) + "\n")
         return
     if not rows:
         err.print(f"no runs in {folder}")
@@ -245,23 +265,23 @@ def runs_list(
 
     grid = Table("run", "status", "rounds", "updated", "question", box=None, pad_edge=False)
     for row in rows:
-        rounds = f"{row['round']}/{row['max_rounds']}" if row["round"] is not None else "-"
-        updated = (row["updated"] or "-")[:16].replace("T", " ")  # to the minute, UTC
-        grid.add_row(Path(row["run_dir"]).name, row["status"], rounds, updated,
-                     (row["question"] or "(no run.json: an older run)")[:60])
+        rounds = f"{row.round}/{row.max_rounds}" if row.round is not None else "-"
+        updated = (row.updated or "-")[:16].replace("T", " ")  # to the minute, UTC
+        grid.add_row(Path(row.run_dir).name, row.status, rounds, updated,
+                     (row.question or "(no run.json: an older run)")[:60])
     stdout.print(grid)
 
 
 @runs_app.command("show")
 def runs_show(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+    as_json: Json = False,
 ) -> None:
     """One run: status, question, counts from its log, and how to resume it."""
     from briefroom import runs
 
     try:
-        info = runs.summary(run_dir, runs.load(run_dir))
+        info = runs.summarize(run_dir, runs.load(run_dir)).model_dump(mode="json")
     except BriefroomError as exc:
         raise _fail(str(exc)) from None
     if as_json:
@@ -293,7 +313,7 @@ def index(folders: Annotated[list[Path], typer.Argument(help="folders of documen
 def inspect(
     run_dir: Annotated[Path, typer.Argument(help="a run directory (with run.jsonl)")],
     html_file: Annotated[Optional[Path], typer.Option("--html", help="write a self-contained HTML page here")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the rows as JSON")] = False,
+    as_json: Json = False,
 ) -> None:
     """Show every model call of a run: agent, round, tokens by section, budget use, what was cut.
     --html writes the full run page: timeline, message flow, prompts, tools, memory, report."""
@@ -305,7 +325,7 @@ def inspect(
     except BriefroomError as exc:
         raise _fail(str(exc)) from None
     calls = look.calls_of(events)
-    table = look.rows(calls)
+    table = look.call_rows(calls)
     if html_file is not None:
         try:
             html_file.write_text(render_page(run_dir, events), encoding="utf-8")
@@ -313,19 +333,19 @@ def inspect(
             raise _fail(f"cannot write {html_file}: {exc.strerror}") from None
         err.print(f"wrote {html_file}")
     if as_json:
-        stdout.print_json(json.dumps(table))
+        stdout.print_json(json.dumps([r.as_dict() for r in table]))
         return
     from rich.table import Table
 
     names = look.sections_present(calls)
     grid = Table("#", "agent", "rnd", *names, "total", "budget", "cut", box=None, pad_edge=False)
     for r in table:
-        cut = f"{r['compressed']}c/{r['dropped']}d" if r["compressed"] or r["dropped"] else ""
-        grid.add_row(str(r["n"]), str(r["agent"]), str(r["round"]), *(str(r["sections"].get(s, 0)) for s in names),
-                     str(r["prompt_tokens"]), f"{r['use_pct']}%", cut)
+        cut = f"{r.compressed}c/{r.dropped}d" if r.compressed or r.dropped else ""
+        grid.add_row(str(r.n), r.agent, str(r.round), *(str(r.sections.get(s, 0)) for s in names),
+                     str(r.prompt_tokens), f"{r.use_pct}%", cut)
     stdout.print(grid)
-    for agent, t in sorted(look.agent_totals(calls).items()):
-        stdout.print(f"{agent}: {t['calls']} calls, {t['prompt_tokens']} prompt + {t['completion_tokens']} "
+    for agent, t in sorted(look.totals_by_agent(calls).items()):
+        stdout.print(f"{agent}: {t.calls} calls, {t.prompt_tokens} prompt + {t.completion_tokens} "
                      "completion tokens")
 
 
@@ -338,7 +358,7 @@ def bench_context(
     rounds: Annotated[list[int], typer.Option("--rounds", min=1, max=200, help="rounds (repeatable)")] = [10, 30],
     window: Annotated[int, typer.Option("--window", min=8_000, max=2_000_000,
                                         help="model context window in tokens")] = 128_000,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON lines only")] = False,
+    as_json: Json = False,
 ) -> None:
     """Layered vs naive prompts over a long synthetic run: tokens, slope, fact recall, build time."""
     import importlib.util
@@ -404,7 +424,7 @@ def _print_items(items: list[dict], as_json: bool) -> None:
 @memory_app.command("list")
 def memory_list(data_dir: DataDir = None, user: User = None, session: Session = None, zone: Zone = None,
                 scope: Scope_ = "user",
-                as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False) -> None:
+                as_json: Json = False) -> None:
     """Every memory in the namespace, oldest first."""
     with _memory(data_dir, user, session, scope, zone) as (store, ns, scope):
         items = store.items(ns, scope, zone)
@@ -415,7 +435,7 @@ def memory_list(data_dir: DataDir = None, user: User = None, session: Session = 
 def memory_search(query: Annotated[str, typer.Argument(help="what to look for")], data_dir: DataDir = None,
                   user: User = None, session: Session = None, scope: Scope_ = "user",
                   threshold: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.5,
-                  as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False) -> None:
+                  as_json: Json = False) -> None:
     """Memories and skills similar to QUERY (what a run would recall), best first."""
     with _memory(data_dir, user, session, scope) as (store, ns, scope):
         found = [*store.recall(query, ns, scope, threshold=threshold),
@@ -459,7 +479,7 @@ def memory_export(data_dir: DataDir = None, user: User = None, session: Session 
 
 @app.command()
 def roles(roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="folder of extra role files")] = [],
-          as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False) -> None:
+          as_json: Json = False) -> None:
     """List the roles a run would use: speaking order, subscriptions, publications, tools."""
     from briefroom.agents.registry import discover
 
@@ -467,18 +487,22 @@ def roles(roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="fol
         found = discover(list(roles_dir))
     except BriefroomError as exc:
         raise _fail(str(exc)) from None
-    rows = [{"order": r.order, "name": r.name, "description": r.description, "tools": list(r.tools),
-             "budget_tokens": r.budget_tokens, "finishing_duty": r.finishing_duty, "publishes": [t.value for t in r.publications],
-             "subscribes": [s.msg_type.value + (f" from {'/'.join(s.senders)}" if s.senders else "")
-                            for s in r.subscriptions]} for r in found]
+    rows = [RoleListing(order=r.order, name=r.name, description=r.description, tools=list(r.tools),
+                        budget_tokens=r.budget_tokens, finishing_duty=r.finishing_duty,
+                        publishes=[t.value for t in r.publications],
+                        subscribes=[s.msg_type.value + (f" from {'/'.join(s.senders)}" if s.senders else "")
+                                    for s in r.subscriptions],
+                        capabilities=list(r.capabilities), guards=[t.value for t in r.guards]) for r in found]
     if as_json:
-        stdout.print_json(json.dumps(rows))
+        stdout.print_json(json.dumps([row.model_dump(mode="json") for row in rows]))
         return
     for row in rows:
-        stdout.print(f"{row['order']:>4}  [bold]{row['name']}[/]  {row['description']}\n"
-                     f"      reads: {', '.join(row['subscribes']) or '-'}; publishes: {', '.join(row['publishes']) or '-'}; "
-                     f"tools: {', '.join(row['tools']) or '-'}; budget: {row['budget_tokens']} tokens"
-                     + (f"; when finishing: {row['finishing_duty']}" if row["finishing_duty"] else ""))
+        stdout.print(f"{row.order:>4}  [bold]{row.name}[/]  {row.description}\n"
+                     f"      reads: {', '.join(row.subscribes) or '-'}; publishes: {', '.join(row.publishes) or '-'}; "
+                     f"tools: {', '.join(row.tools) or '-'}; budget: {row.budget_tokens} tokens"
+                     + (f"; answers to: {', '.join(row.capabilities)}" if row.capabilities else "")
+                     + (f"; guards: {', '.join(row.guards)}" if row.guards else "")
+                     + (f"; when finishing: {row.finishing_duty}" if row.finishing_duty else ""))
 
 
 @app.command()
@@ -492,62 +516,39 @@ def replay(
     base_url: Annotated[Optional[str], typer.Option(help="its OpenAI-compatible endpoint")] = None,
     role_model: Annotated[list[str], typer.Option("--role-model", help="per-role live model, ROLE=MODEL")] = [],
     data_dir: DataDir = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary instead of the report")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    as_json: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Re-run a recorded scenario with its recorded model responses (no model needed);
     with --until-round K, only up to round K, then a live model takes over."""
-    from briefroom.models.cassette import Cassette, ReplayDivergence
-    from briefroom.run import ResearchRequest, resume_research, run_research
-    from briefroom.scenario import Scenario, report_diff
+    from briefroom.models.cassette import ReplayDivergence
+    from briefroom.replay import replay_scenario
+    from briefroom.scenario import report_diff
 
     with _run_errors() as run:
         if until_round is not None and check:
             raise BriefroomError("--check compares a whole replay with its recording; drop it with --until-round")
-        if until_round is None and (model or role_model or base_url):
-            raise BriefroomError("--model, --base-url and --role-model go with --until-round")
+        run.dir = out or Path(tempfile.mkdtemp(prefix=f"briefroom-replay-{scenario_dir.name}-"))
         live = {"model": model, "base_url": base_url, "role_models": parse_role_models(role_model) or None}
-        scenario = Scenario.load(scenario_dir)
-        cassette = Cassette.load(scenario_dir)
-        settings = _settings(data_dir=data_dir, rounds=scenario.rounds, max_revisions=scenario.max_revisions)
-        if until_round is not None:
-            if not (model or role_model or settings.model):
-                raise BriefroomError("--until-round needs the live model that continues: --model (or BRIEFROOM_MODEL)")
-            if until_round >= scenario.rounds:
-                raise BriefroomError(f"--until-round must be below the scenario's {scenario.rounds} rounds")
-        run.dir = out or Path(tempfile.mkdtemp(prefix=f"briefroom-replay-{scenario.name}-"))
-        request = ResearchRequest(question=scenario.question, corpus=[scenario.corpus_dir(scenario_dir)],
-                                  out=run.dir, constraints=scenario.constraints,
-                                  acceptance_criteria=scenario.acceptance_criteria, cassette=cassette,
-                                  replay_handles=scenario.handles, scenario=scenario_dir.resolve(),
-                                  roles_dirs=scenario.role_dirs(scenario_dir))
         try:
-            result = run_research(request, settings, progress=_progress(quiet, as_json),
-                                  stop_after_round=until_round)
-            if until_round is not None:
-                err.print(f"replayed rounds 1-{until_round} from the cassette; a live model goes on from here")
-                result = resume_research(run.dir, live, progress=_progress(quiet, as_json), live=True)
+            replayed = replay_scenario(scenario_dir, _settings(data_dir=data_dir), run.dir, until_round=until_round,
+                                       live=live, progress=_progress(quiet, as_json), on_handover=err.print)
         except ReplayDivergence as exc:
             err.print(exc.diff, markup=False)
             raise
-    if until_round is not None:
-        _print_result(result, as_json)
-        return
-    expected_path = scenario_dir / "report.md"
-    expected = expected_path.read_text(encoding="utf-8") if expected_path.is_file() else None
+    result = replayed.result
     if check:
-        if expected is None:
-            raise _fail(f"no recorded report.md in {scenario_dir}")
-        if result.report != expected:
-            err.print(report_diff(expected, result.report), markup=False)
-            raise _fail("replayed report differs from the recorded one")
-        if cassette.unused():
-            raise _fail(f"{cassette.unused()} recorded call(s) were never replayed")
-        err.print(f"[green]ok:[/] {scenario.name} reproduced its recorded report ({len(cassette.entries)} calls)")
-    elif as_json:
+        problems = replayed.check()
+        if problems:
+            if replayed.recorded_report is not None and result.report != replayed.recorded_report:
+                err.print(report_diff(replayed.recorded_report, result.report or ""), markup=False)
+            raise _fail(problems[0] if replayed.recorded_report is None else "; ".join(problems))
+        err.print(f"[green]ok:[/] {replayed.scenario.name} reproduced its recorded report "
+                  f"({len(replayed.cassette.entries)} calls)")
+    elif as_json or until_round is not None:
         _print_result(result, as_json)
     else:
-        sys.stdout.write(result.report)
+        sys.stdout.write(result.report or "")
     err.print(f"run directory: {result.run_dir}")
 
 
@@ -571,8 +572,8 @@ def eval_(
     max_unretrieved: Annotated[Optional[int], typer.Option(min=0, help="exit 1 above this many citations to "
                                                            "unretrieved sources")] = None,
     data_dir: DataDir = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the results as JSON")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    as_json: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Score reports against answer keys: recall, citation support, unsupported numbers,
     coverage of the question's parts, language, tokens, calls and time."""

@@ -8,12 +8,14 @@ per-agent totals, the stacked chart); `--html FILE` writes the whole run page
 from __future__ import annotations
 
 import html
-import json
 from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from briefroom.errors import ConfigError
+from briefroom.events import BuildChange, Event, LlmCall, read_events
 
 SECTION_ORDER = ["role", "charter", "tools", "format", "worktable", "memory", "summaries", "sources", "whiteboard", "facts",
                  "history", "task", "turns"]
@@ -22,60 +24,83 @@ COLORS = {"role": "#4e79a7", "charter": "#2f4b7c", "tools": "#76b7b2", "format":
           "task": "#bab0ac", "turns": "#8cd17d"}
 
 
-def load_events(run_dir: Path) -> list[dict[str, Any]]:
+def load_events(run_dir: Path) -> list[Event]:
+    """The run's events; a line a kill cut short is left out, any other bad line is a
+    ConfigError naming it (`run.jsonl:N`)."""
     path = run_dir / "run.jsonl"
     if not run_dir.is_dir():
         raise ConfigError(f"run directory not found: {run_dir}")
     if not path.is_file():
         raise ConfigError(f"no run.jsonl in {run_dir}")
-    text = path.read_text(encoding="utf-8")
-    lines = text.split("\n")
-    if not text.endswith("\n"):
-        lines.pop()  # a line a kill cut short (every event ends with a newline): not an event
-    events = []
-    for n, line in enumerate(lines, start=1):
-        if line.strip():
-            try:
-                events.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}:{n}: not valid JSON ({exc.msg})") from exc
-    return events
+    return read_events(path)
 
 
-def calls_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e for e in events if e.get("event") == "llm_call"]
+def calls_of(events: Sequence[Event]) -> list[LlmCall]:
+    return [e for e in events if isinstance(e, LlmCall)]
 
 
-def sections_present(calls: list[dict[str, Any]]) -> list[str]:
-    seen = {name for c in calls for name, n in c.get("sections", {}).items() if n}
+def sections_present(calls: Sequence[LlmCall]) -> list[str]:
+    seen = {name for c in calls for name, n in c.sections.items() if n}
     return [s for s in SECTION_ORDER if s in seen] + sorted(seen - set(SECTION_ORDER))
 
 
-def rows(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for i, c in enumerate(calls, start=1):
-        build = c.get("build") or {}
-        out.append({"n": i, "agent": c.get("agent"), "round": c.get("round"), "purpose": c.get("purpose", ""),
-                    "sections": c.get("sections", {}), "prompt_tokens": c.get("prompt_tokens", 0),
-                    "budget": c.get("budget", 0), "use_pct": c.get("use_pct", 0.0),
-                    "compressed": build.get("compressed", 0), "dropped": build.get("dropped", 0),
-                    "changes": build.get("changes", []), "strategy": c.get("strategy", "layered")})
-    return out
+@dataclass(frozen=True)
+class CallRow:
+    """One model call, as `inspect` lists it."""
+
+    n: int
+    agent: str
+    round: int
+    purpose: str
+    sections: dict[str, int]
+    prompt_tokens: int
+    budget: int
+    use_pct: float
+    compressed: int
+    dropped: int
+    changes: list[BuildChange]
+    strategy: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """For `inspect --json`."""
+        return {**{f.name: getattr(self, f.name) for f in fields(self)},
+                "changes": [c.model_dump(mode="json") for c in self.changes]}
 
 
-def agent_totals(calls: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    totals: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+def call_rows(calls: Sequence[LlmCall]) -> list[CallRow]:
+    return [CallRow(n=i, agent=c.agent, round=c.round, purpose=c.purpose, sections=dict(c.sections),
+                    prompt_tokens=c.prompt_tokens, budget=c.budget, use_pct=c.use_pct,
+                    compressed=c.build.compressed, dropped=c.build.dropped, changes=list(c.build.changes),
+                    strategy=c.strategy)
+            for i, c in enumerate(calls, start=1)]
+
+
+@dataclass
+class AgentTotals:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def totals_by_agent(calls: Sequence[LlmCall]) -> dict[str, AgentTotals]:
+    totals: dict[str, AgentTotals] = defaultdict(AgentTotals)
     for c in calls:
-        t = totals[c.get("agent", "?")]
-        t["calls"] += 1
-        t["prompt_tokens"] += c.get("prompt_tokens", 0)
-        t["completion_tokens"] += c.get("completion_tokens", 0)
+        t = totals[c.agent]
+        t.calls += 1
+        t.prompt_tokens += c.prompt_tokens
+        t.completion_tokens += c.completion_tokens
     return dict(totals)
 
 
-def bar_chart(table: list[dict[str, Any]], names: list[str]) -> str:
+def agent_totals(calls: Sequence[LlmCall]) -> dict[str, dict[str, int]]:
+    """`totals_by_agent` as plain dicts (calls, prompt_tokens, completion_tokens): what
+    cli.py and eval's JSON output read."""
+    return {agent: asdict(t) for agent, t in totals_by_agent(calls).items()}
+
+
+def bar_chart(table: Sequence[CallRow], names: list[str]) -> str:
     width, height, left, bottom = 900, 320, 50, 40
-    peak = max((sum(r["sections"].get(s, 0) for s in names) for r in table), default=1) or 1
+    peak = max((sum(r.sections.get(s, 0) for s in names) for r in table), default=1) or 1
     step = (width - left - 10) / max(len(table), 1)
     bar = max(step * 0.8, 2)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
@@ -88,14 +113,14 @@ def bar_chart(table: list[dict[str, Any]], names: list[str]) -> str:
         x = left + i * step
         y = height - bottom
         for s in names:
-            n = r["sections"].get(s, 0)
+            n = r.sections.get(s, 0)
             if not n:
                 continue
             h = n / peak * (height - bottom - 10)
             y -= h
             parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" fill="{COLORS.get(s, "#999")}">'
-                         f'<title>#{r["n"]} {html.escape(str(r["agent"]))} · {s}: {n} tokens</title></rect>')
+                         f'<title>#{r.n} {html.escape(r.agent)} · {s}: {n} tokens</title></rect>')
         parts.append(f'<text x="{x + bar / 2:.1f}" y="{height - bottom + 14}" font-size="9" text-anchor="middle">'
-                     f'{r["n"]}</text>')
+                     f'{r.n}</text>')
     parts.append(f'<text x="{left}" y="{height - 5}" font-size="11">model call #</text></svg>')
     return "".join(parts)

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from pydantic import SecretStr
 
 from briefroom.config import Settings
 from briefroom.errors import ConfigError, EngineeringFailure
@@ -26,8 +27,8 @@ from briefroom.models.cassette import (
     ReplayDivergence,
     serialize_messages,
 )
+from briefroom.models.deterministic import TEST_PROVIDER_LABEL, DeterministicChatModel
 from briefroom.models.embedded import EMBEDDED_CONTEXT, EMBEDDED_MODEL_NAME
-from briefroom.models.test_model import TEST_PROVIDER_LABEL, TestChatModel
 from briefroom.protocol.calls import check_pairing
 from briefroom.protocol.redaction import assert_no_secrets
 
@@ -117,7 +118,7 @@ def is_gguf(model: str | None) -> bool:
 def embedded_model_file(settings: Settings, roles: list[str]) -> Path | None:
     """The GGUF file the embedded server should load (None: the bundled model).
     One server serves every role, so the roles must agree on the file."""
-    files = {str(Path(m).expanduser().resolve()) for m in (settings.model_for(r) for r in roles) if is_gguf(m)}
+    files = {str(Path(m).expanduser().resolve()) for m in (settings.model_for(r) for r in roles) if m and is_gguf(m)}
     if len(files) > 1:
         raise ConfigError(f"the embedded server loads one model file; roles ask for {len(files)}: "
                           f"{', '.join(sorted(files))}")
@@ -154,7 +155,7 @@ def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str |
         model = settings.model_for(role)
         provider = _provider(settings, model)
         if provider == "test":
-            handle = ModelHandle(role, "test", "test", TestChatModel(), "json_object_schema",
+            handle = ModelHandle(role, "test", "test", DeterministicChatModel(), "json_object_schema",
                                  settings.context_window or 16384, label=TEST_PROVIDER_LABEL)
         elif provider == "embedded":
             if embedded_base_url is None:
@@ -182,5 +183,6 @@ def _openai_chat(model: str, base_url: str | None, api_key: str, settings: Setti
                  max_tokens: int | None = None) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
-    return ChatOpenAI(model=model, base_url=base_url, api_key=api_key, temperature=settings.temperature,
-                      timeout=settings.request_timeout, max_retries=2, max_tokens=max_tokens)
+    return ChatOpenAI(model=model, base_url=base_url, api_key=SecretStr(api_key), temperature=settings.temperature,
+                      timeout=settings.request_timeout, max_retries=2,
+                      max_completion_tokens=max_tokens)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field, replace
@@ -22,31 +23,35 @@ from typing import Any, Callable
 
 from briefroom import runs
 from briefroom.agents.base import Role
-from briefroom.agents.context import RunContext
 from briefroom.agents.registry import bus_for, discover
+from briefroom.agents.run_context import RunContext
 from briefroom.config import Settings
 from briefroom.corpus.embeddings import make_embedder
 from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import BriefroomError, ConfigError
+from briefroom.events import Event, ResumedAfter, RunResume
 from briefroom.files import write_atomic
 from briefroom.graph.builder import build_graph
 from briefroom.graph.checkpoint import open_checkpointer
 from briefroom.graph.routing import ROUND_END
-from briefroom.graph.state import DEFAULT_CRITERIA, AgentState, Charter, Fact, SourceRecord
+from briefroom.graph.state import AgentState
 from briefroom.graph.summary import SUMMARIZER
 from briefroom.llm import ModelPool, build_pool, embedded_model_file, needs_embedded_server
 from briefroom.memory.gates import apply_gates
 from briefroom.memory.namespace import Namespace, default_user
 from briefroom.memory.reading import read_memory, remembered_facts
 from briefroom.memory.store import MemoryStore, memory_tool
+from briefroom.memory.zones import Recalled
 from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer
+from briefroom.protocol import injection
 from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter, encoding_for_model
-from briefroom.protocol.context import Item
 from briefroom.protocol.messages import MsgType, Priority, make_message
+from briefroom.protocol.prompt_assembly import Item
 from briefroom.protocol.redaction import redact_text
 from briefroom.protocol.tools import artifact_tool, corpus_tools
+from briefroom.records import DEFAULT_CRITERIA, Charter, Fact, SourceRecord
 from briefroom.runlog import RunLog
 
 # A question is a question: its words go into every role's prompt (P0, never cut).
@@ -76,8 +81,8 @@ class RunResult:
     report: str | None  # None when the run was paused on purpose (`stop_after_round`)
     state: AgentState
     labels: set[str]
-    events: list[dict[str, Any]]
-    status: str = "done"
+    events: list[Event]
+    status: runs.Status = "done"
     tokens_used: int = 0
     budget: int | None = None
 
@@ -114,9 +119,11 @@ def make_charter(request: ResearchRequest, settings: Settings, roles: list[Role]
                    max_rounds=settings.rounds, max_revisions=settings.max_revisions)
 
 
-def initial_state(charter: Charter, facts: list[Fact] | None = None,
+def initial_state(charter: Charter, planner: str, facts: list[Fact] | None = None,
                   sources: dict[str, SourceRecord] | None = None, log_seq: int = 0) -> AgentState:
-    ask = make_message(sender="user", msg_type=MsgType.INSTRUCTION, receiver="planner", content=charter.goal,
+    """The state a run starts from: the user's goal, addressed to `planner` (the role
+    with the capability "plan")."""
+    ask = make_message(sender="user", msg_type=MsgType.INSTRUCTION, receiver=planner, content=charter.goal,
                        round=1, seq=0, priority=Priority.P0, ttl_rounds=charter.max_rounds)
     return AgentState(charter=charter, round=1, whiteboard=[ask], revisions=0, done=False, report=None,
                       facts=list(facts or []), sources=dict(sources or {}),
@@ -124,7 +131,6 @@ def initial_state(charter: Charter, facts: list[Fact] | None = None,
 
 
 ProgressFn = Callable[[Progress], None]
-STOP_EVENTS = ("error", "interrupted", "run_paused")  # how an attempt that did not finish ended
 TRANSCRIPT_FILE = "tool-outputs.jsonl"
 
 
@@ -238,12 +244,12 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                 charter = snapshot.values["charter"]
             else:  # a new run, or one that stopped before its first checkpoint: start over in place
                 log, moved = RunLog.reopen(run_dir / "run.jsonl", 0)
-                if moved and not had_checkpoints:  # work was logged, its checkpoints are gone: say so
+                if moved.lines and not had_checkpoints:  # work was logged, its checkpoints are gone: say so
                     # (killed before the first step's checkpoint, a run has not started: it starts over quietly)
-                    notice = (f"starting over (checkpoints.sqlite is missing); the earlier log ({len(moved)} events) "
+                    notice = (f"starting over (checkpoints.sqlite is missing); the earlier log ({moved.lines} events) "
                               "is in run.interrupted.jsonl")
                     say(0, "resume", notice)
-                    log.event("run_restart", reason=notice, moved_lines=len(moved))
+                    log.event("run_restart", reason=notice, moved_lines=moved.lines)
                 charter = make_charter(request, settings, roles)
                 (run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
             say(0, "index", "indexing corpus")
@@ -259,14 +265,15 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                                   f"{', '.join(map(str, request.corpus))}{also}")
             if namespace is not None:
                 memory = MemoryStore(settings.data_dir, embedder)
+                # The gates' injection detector loads a 2 s model: load it while the run works.
+                threading.Thread(target=injection.preload, name="preload-injection-detector", daemon=True).start()
+            memory_items: list[Item]
             if resumed:
                 memory_items = _load_memory_items(run_dir)
                 # How the previous attempt ended, in one line; its events are in run.interrupted.jsonl.
-                stop = next((e for e in reversed(moved) if e.get("event") in STOP_EVENTS), None)
-                log.event("run_resume", round=snapshot.values.get("round"), next=list(snapshot.next),
-                          moved_lines=len(moved), after={k: stop[k] for k in ("event", "kind", "message")
-                                                         if k in stop} if stop else {"event": "killed"},
-                          documents=stats.documents, settings=record.settings)
+                log.write(RunResume(round=snapshot.values.get("round"), next=list(snapshot.next),
+                                    moved_lines=moved.lines, after=moved.stop or ResumedAfter(event="killed"),
+                                    documents=stats.documents, settings=record.settings))
                 graph_input: Any = None
             else:
                 log.event("run_start", question=charter.goal, rounds=charter.max_rounds, roles=[r.name for r in roles],
@@ -274,7 +281,9 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                 log.event("index", documents=stats.documents, embedded_chunks=stats.embedded_chunks,
                           reused_documents=stats.reused_documents, seconds=round(time.perf_counter() - started, 3),
                           skipped=[{"path": s.path, "reason": s.reason} for s in stats.skipped])
-                memory_items, used_skills, recalled = [], [], []
+                memory_items = []
+                used_skills: list[str] = []
+                recalled: list[Recalled] = []
                 if memory is not None and namespace is not None:
                     memory_items, used_skills, recalled = read_memory(memory, namespace, settings, charter.goal, log)
                 _save_memory_items(run_dir, memory_items)
@@ -314,7 +323,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                 if request.cassette is not None:
                     request.cassette.seek(ctx.ledger()["model_calls"])
             else:
-                graph_input = initial_state(charter, known_facts, known_sources, log_seq=log.seq)
+                graph_input = initial_state(charter, bus.address("plan"), known_facts, known_sources, log_seq=log.seq)
             pause = [ROUND_END] if stop_after_round is not None else None
             while True:
                 for update in graph.stream(graph_input, config=config, context=ctx, durability="sync",
@@ -372,7 +381,7 @@ def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunCo
         decisions = apply_gates(memory, namespace, run_dir.name, state, [t for _, t in ctx.transcript],
                                 record.used_skills, log)
         log.event("memory_gates", seconds=round(time.perf_counter() - started, 4),
-                  written=sum(d["accepted"] for d in decisions), rejected=sum(not d["accepted"] for d in decisions))
+                  written=sum(d.accepted for d in decisions), rejected=sum(not d.accepted for d in decisions))
     log.event("run_end", accepted=report.accepted, repairs=len(report.repairs), rounds=state.get("round"),
               cited=list(report.cited_sources), tokens_used=ctx.tokens_used, budget=settings.max_tokens)
     if recorder is not None and request.record is not None:

@@ -4,6 +4,11 @@ The run log is the audit trail: every model call with the exact messages sent an
 tokens per prompt section, every bus message, tool call and result, round ends and
 errors. Writes are line-buffered and flushed, so a crash loses at most one line.
 
+Every line is one of the event models of `briefroom/events.py`: `RunLog.write(model)`
+logs one (the preferred API); `RunLog.event(kind, **fields)` builds the same line from
+keyword fields. Either way the line is checked against its kind's model before it is
+written, so a misspelt field or an unknown kind fails at the call, not in a reader.
+
 A resumed run reopens its log at the line count its last checkpoint recorded
 (`RunLog.reopen`): what an interrupted step had logged moves to
 `run.interrupted.jsonl` (kept for the audit, not lost), and the step logs again as it
@@ -14,11 +19,13 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import BaseModel
 
+from briefroom.events import ErrorEvent, Event, Interrupted, ResumedAfter, RunPaused, parse_event, validate_record
 from briefroom.files import write_atomic
 from briefroom.protocol.redaction import redact_data
 
@@ -37,20 +44,21 @@ INTERRUPTED_FILE = "run.interrupted.jsonl"
 
 
 class RunLog:
-    def __init__(self, path: Path | None, on_event: Callable[[dict[str, Any]], None] | None = None,
+    def __init__(self, path: Path | None, on_event: Callable[[Event], None] | None = None,
                  *, seq: int = 0, elapsed: float = 0.0):
         self.path = path
         self._fh = open(path, "a", encoding="utf-8") if path else None
         self._start = time.monotonic() - elapsed  # a resumed run's clock goes on where it stopped
         self._seq = seq
         self.on_event = on_event
-        self.events: list[dict[str, Any]] = []  # kept in memory for summaries and tests
+        self.events: list[Event] = []  # kept in memory for summaries and tests
 
     @classmethod
-    def reopen(cls, path: Path, keep: int, on_event: Callable[[dict[str, Any]], None] | None = None
-               ) -> tuple["RunLog", list[dict[str, Any]]]:
+    def reopen(cls, path: Path, keep: int, on_event: Callable[[Event], None] | None = None
+               ) -> tuple["RunLog", "MovedAside"]:
         """The log of a run continuing from a checkpoint that had written `keep` lines;
-        returns it and the events after those, which were moved aside."""
+        returns it and what was moved aside: the lines after those, and how the attempt
+        that wrote them ended."""
         raw = path.read_bytes() if path.is_file() else b""
         lines = raw.decode("utf-8", errors="replace").splitlines(keepends=True)
         kept, extra = lines[:keep], lines[keep:]
@@ -72,30 +80,50 @@ class RunLog:
             except json.JSONDecodeError:
                 continue
         log = cls(path, on_event, seq=int(last.get("seq", len(kept))), elapsed=float(last.get("elapsed_s", 0.0)))
-        moved = []
-        for line in extra:
+        stop: ResumedAfter | None = None
+        for line in reversed(extra):
             try:
-                moved.append(json.loads(line))
-            except json.JSONDecodeError:  # the line a kill cut short
-                moved.append({"event": "partial_line"})
-        return log, moved
+                event = parse_event(json.loads(line))
+            except (json.JSONDecodeError, ValueError, TypeError):  # the line a kill cut short, or garbage
+                continue
+            if isinstance(event, ErrorEvent):
+                stop = ResumedAfter(event=event.event, kind=event.kind, message=event.message)
+            elif isinstance(event, (Interrupted, RunPaused)):
+                stop = ResumedAfter(event=event.event)
+            if stop is not None:
+                break
+        return log, MovedAside(lines=len(extra), stop=stop)
 
     @property
     def seq(self) -> int:
         """How many events this run has logged (the line count of run.jsonl)."""
         return self._seq
 
-    def event(self, event: str, **fields: Any) -> dict[str, Any]:
-        self._seq += 1
-        record = {"event": event, "seq": self._seq, "elapsed_s": round(time.monotonic() - self._start, 3), **fields}
-        record = redact_data(json.loads(json.dumps(record, default=_default, ensure_ascii=False)))
-        self.events.append(record)
+    def write(self, event: Event) -> Event:
+        """Log one event (its `seq` and `elapsed_s` are this log's, whatever the model
+        says); returns the event as written."""
+        record = event.record()
+        del record["seq"], record["elapsed_s"]
+        return self._append(record)
+
+    def event(self, event: str, **fields: Any) -> Event:
+        """Log an event of kind `event` from keyword fields; checked like `write`."""
+        return self._append({"event": event, **fields})
+
+    def _append(self, fields: dict[str, Any]) -> Event:
+        seq = self._seq + 1
+        record = {"event": fields["event"], "seq": seq, "elapsed_s": round(time.monotonic() - self._start, 3),
+                  **{k: v for k, v in fields.items() if k != "event"}}
+        redacted = redact_data(json.loads(json.dumps(record, default=_default, ensure_ascii=False)))
+        typed = validate_record(redacted)  # raises before anything is written or counted
+        self._seq = seq
+        self.events.append(typed)
         if self._fh:
-            self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._fh.write(json.dumps(redacted, ensure_ascii=False) + "\n")
             self._fh.flush()
         if self.on_event:
-            self.on_event(record)
-        return record
+            self.on_event(typed)
+        return typed
 
     def close(self) -> None:
         if self._fh:
@@ -108,3 +136,11 @@ def _is_json_object(line: str) -> bool:
         return isinstance(json.loads(line), dict)
     except json.JSONDecodeError:
         return False
+
+
+@dataclass(frozen=True)
+class MovedAside:
+    """What `RunLog.reopen` set aside in run.interrupted.jsonl."""
+
+    lines: int
+    stop: ResumedAfter | None  # how that attempt ended; None: it was killed

@@ -13,17 +13,20 @@ import json
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from briefroom.config import Settings
 from briefroom.errors import ConfigError
+from briefroom.events import ErrorEvent, MemoryWrite
 from briefroom.files import write_atomic
 from briefroom.protocol.redaction import redact_data
+from briefroom.records import SourceRecord
 
 RECORD_FILE = "run.json"
-STATUSES = ("running", "paused", "interrupted", "failed", "done")
+SOURCES_FILE = "sources.json"
+Status = Literal["running", "paused", "interrupted", "failed", "done"]
 
 
 def _now() -> str:
@@ -43,7 +46,7 @@ class RunRecord(BaseModel):
     thread_id: str
     namespace: dict[str, str] | None = None
     used_skills: list[str] = Field(default_factory=list)
-    status: str = "running"
+    status: Status = "running"
     error: str | None = None
     round: int = 0
     started: str = Field(default_factory=_now)
@@ -109,23 +112,82 @@ def resume_command(run_dir: Path) -> str:
     return f"briefroom resume {run_dir}"
 
 
-def summary(run_dir: Path, record: RunRecord) -> dict[str, Any]:
+class SourcesFile(BaseModel):
+    """sources.json, written with the report: every source the run retrieved, and the ids
+    its citations point at (`cited[n - 1]` is the source of `[n]`)."""
+
+    cited: list[str] = Field(default_factory=list)
+    sources: dict[str, SourceRecord] = Field(default_factory=dict)
+
+    def source_of(self, n: int) -> str | None:
+        """The source id citation `[n]` points at, if the report has an n-th citation."""
+        return self.cited[n - 1] if 0 < n <= len(self.cited) else None
+
+
+def load_sources(run_dir: Path) -> SourcesFile:
+    """The run's sources.json; ConfigError if it is missing or not valid."""
+    path = run_dir / SOURCES_FILE
+    try:
+        return SourcesFile.model_validate_json(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: not a valid sources file ({exc.errors()[0]['msg']})") from None
+
+
+class RunListing(BaseModel):
+    """A row of `briefroom runs list`: a run directory, with or without a run.json."""
+
+    run_dir: str
+    status: Status | Literal["unknown"]
+    round: int | None
+    max_rounds: int | None
+    question: str | None
+    updated: str | None
+    report: bool
+
+
+class RunSummary(BaseModel):
+    """What `runs show` prints: the record's status and counts from the run log."""
+
+    run_dir: str
+    status: Status
+    question: str
+    round: int
+    max_rounds: int | None
+    started: str
+    updated: str
+    model_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    tool_calls: int
+    messages: int
+    memory_written: int
+    resumes: int
+    errors: list[str]
+    error: str | None
+    scenario: str | None
+    report: str | None
+    resume: str | None
+
+
+def summarize(run_dir: Path, record: RunRecord) -> RunSummary:
     """Counts from the run log for `runs show`: calls, tokens, tools, memory writes, errors."""
-    from briefroom.inspect import agent_totals, calls_of, load_events
+    from briefroom.inspect import calls_of, load_events, totals_by_agent
 
     events = load_events(run_dir) if (run_dir / "run.jsonl").is_file() else []
-    counts = Counter(str(e.get("event")) for e in events)
-    totals = agent_totals(calls_of(events)).values()
-    prompt = sum(t["prompt_tokens"] for t in totals)
-    completion = sum(t["completion_tokens"] for t in totals)
-    errors = [str(e.get("message", ""))[:300] for e in events if e.get("event") == "error"]
+    counts = Counter(e.event for e in events)
+    totals = totals_by_agent(calls_of(events)).values()
     report = run_dir / "report.md"
-    return {"run_dir": str(run_dir), "status": record.status, "question": record.question, "round": record.round,
-            "max_rounds": record.settings.get("rounds"), "started": record.started, "updated": record.updated,
-            "model_calls": counts.get("llm_call", 0), "prompt_tokens": prompt, "completion_tokens": completion,
-            "tool_calls": counts.get("tool_call", 0), "messages": counts.get("bus_message", 0),
-            "memory_written": sum(bool(e.get("accepted")) for e in events if e.get("event") == "memory_write"),
-            "resumes": counts.get("run_resume", 0),
-            "errors": errors, "error": record.error, "scenario": record.scenario,
-            "report": str(report) if report.is_file() else None,
-            "resume": None if record.status == "done" else resume_command(run_dir)}
+    return RunSummary(
+        run_dir=str(run_dir), status=record.status, question=record.question, round=record.round,
+        max_rounds=record.settings.get("rounds"), started=record.started, updated=record.updated,
+        model_calls=counts["llm_call"], prompt_tokens=sum(t.prompt_tokens for t in totals),
+        completion_tokens=sum(t.completion_tokens for t in totals), tool_calls=counts["tool_call"],
+        messages=counts["bus_message"],
+        memory_written=sum(e.accepted for e in events if isinstance(e, MemoryWrite)),
+        resumes=counts["run_resume"],
+        errors=[e.message[:300] for e in events if isinstance(e, ErrorEvent)], error=record.error,
+        scenario=record.scenario, report=str(report) if report.is_file() else None,
+        resume=None if record.status == "done" else resume_command(run_dir))
+

@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from briefroom.config import Settings
 from briefroom.errors import ConfigError
-from briefroom.graph.state import Charter
 from briefroom.models.cassette import Cassette
+from briefroom.records import Charter
 
 SCENARIO_FILE = "scenario.yaml"
 

@@ -13,9 +13,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
-from briefroom.graph.state import DEFAULT_CRITERIA, Report
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
+from briefroom.protocol.payloads import Conclusion, Critique, ReportMessage
+from briefroom.records import DEFAULT_CRITERIA, Report
 from briefroom.report.checks import (
     claim_problems,
     draft_problems,
@@ -73,21 +74,22 @@ def review_conclusions(turn: Turn, conclusions: list[AgentMessage]) -> None:
     summary = f"{len(accepted)} conclusion(s) accepted, {len(rejected)} rejected"
     if rejected:
         summary += ": " + "; ".join(f"{k}: {v}" for k, v in rejected.items())
-    turn.publish(MsgType.CRITIQUE, summary[:1500], receiver="writer",
-                 structured={"accepted": [m.msg_id for m in accepted], "rejected": rejected}, priority=Priority.P1)
+    turn.publish(MsgType.CRITIQUE, summary[:1500], to="draft", priority=Priority.P1,
+                 payload=Critique(kind="review", accepted=tuple(m.msg_id for m in accepted), rejected=rejected))
 
 
 def review_report(turn: Turn, message: AgentMessage) -> None:
     charter = turn.charter
     texts = turn.source_texts()
-    draft = ReportDraft.model_validate(message.body.structured_data["draft"])
-    markdown = message.body.structured_data["markdown"]
+    sent = message.payload_as(ReportMessage)
+    draft, markdown = sent.draft, sent.markdown
     problems = draft_problems(draft, texts, charter.goal) + markdown_problems(markdown, texts)
     revisions = turn.state.get("revisions", 0)
     if problems and revisions < charter.max_revisions and not turn.finishing:
         turn.publish(MsgType.CRITIQUE, "Fix these before the report can ship:\n"
-                     + "\n".join(f"- {p.line()}" for p in problems[:12]), receiver="writer", relation=message.msg_id,
-                     structured={"problems": [p.line() for p in problems]}, priority=Priority.P0, ttl=1)
+                     + "\n".join(f"- {p.line()}" for p in problems[:12]), to="draft", relation=message.msg_id,
+                     payload=Critique(kind="revise", problems=tuple(p.line() for p in problems)),
+                     priority=Priority.P0, ttl=1)
         turn.extra["revisions"] = revisions + 1
         return
     repairs: tuple[str, ...] = ()
@@ -96,7 +98,7 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
         repairs = tuple(log)
         for line in log:
             turn.ctx.log.event("report_repair", agent="critic", round=turn.round, repair=line)
-    footer = message.body.structured_data.get("footer", "")
+    footer = sent.footer
     checks = acceptance(draft, charter)
     language = language_of(charter.goal)
     lab = LABELS[language]
@@ -114,8 +116,9 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
                        cited=len(cited), criteria=checks)
     gaps = _gaps(turn)
     if gaps and turn.round < charter.max_rounds:
-        turn.publish(MsgType.CRITIQUE, "No verified evidence yet for: " + "; ".join(gaps), receiver="planner",
-                     priority=Priority.P0, ttl=1)
+        turn.publish(MsgType.CRITIQUE, "No verified evidence yet for: " + "; ".join(gaps), to="plan",
+                     # ttl 2: published as the round ends, read by the Planner in the next one
+                     payload=Critique(kind="gaps", gaps=tuple(gaps)), priority=Priority.P0, ttl=2)
 
 
 def acceptance(draft: ReportDraft, charter) -> dict[str, str]:
@@ -131,13 +134,16 @@ def acceptance(draft: ReportDraft, charter) -> dict[str, str]:
 
 
 def _gaps(turn: Turn) -> list[str]:
-    """Questions asked this run with no accepted conclusion."""
-    accepted_questions = set()
-    for m in turn.inbox_of(MsgType.CONCLUSION):
-        if m.body.references:
-            accepted_questions.add(m.body.structured_data.get("question"))
-    asked = {m.body.structured_data.get("question") for m in turn.inbox_of(MsgType.CONCLUSION)}
-    return sorted(q for q in asked - accepted_questions if q)
+    """Questions asked this run that no accepted conclusion answers: the Searcher found
+    nothing ("no passage answers ..."), or everything it found was rejected here."""
+    rejected: set[str] = set()
+    for own in turn.own_messages():
+        if isinstance(own.body.payload, Critique):
+            rejected.update(own.body.payload.rejected)
+    found = turn.inbox_of(MsgType.CONCLUSION)
+    answered = {m.payload_as(Conclusion).question for m in found if m.body.references and m.msg_id not in rejected}
+    asked = {m.payload_as(Conclusion).question for m in found}
+    return sorted(q for q in asked - answered if q)
 
 
 def step(turn: Turn) -> None:
@@ -153,8 +159,8 @@ ROLE = Role(
     name="critic",
     prompt="critic.md",
     subscriptions=(Subscription(msg_type=MsgType.CONCLUSION), Subscription(msg_type=MsgType.REPORT)),
+    capabilities=("check",),
     publications=(MsgType.CRITIQUE,),
-    output_schema=Review,
     step=step,
     order=30,
     finishing_duty="check",

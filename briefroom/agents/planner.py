@@ -5,11 +5,11 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
-from briefroom.graph.state import Fact
 from briefroom.protocol.bus import Subscription
-from briefroom.protocol.context import mark_data
+from briefroom.protocol.extraction import content_words
 from briefroom.protocol.messages import MsgType, Priority
-from briefroom.protocol.summarizer import content_words
+from briefroom.protocol.prompt_assembly import mark_data
+from briefroom.records import Fact
 from briefroom.report.language import question_parts
 
 # What the Searcher takes in one turn (its MAX_INSTRUCTIONS_PER_TURN).
@@ -75,17 +75,16 @@ def step(turn: Turn) -> None:
                                fact=known.fact_id, source=known.source_id)
             turn.note(f"answered from memory: {question} -> {known.fact_id}")
             continue
-        turn.publish(MsgType.INSTRUCTION, question, receiver="searcher", priority=Priority.P0, ttl=1)
+        turn.publish(MsgType.INSTRUCTION, question, to="search", priority=Priority.P0, ttl=1)
     turn.note(f"round {turn.round}: asked {len(asked)} question(s)")
 
 
 ROLE = Role(
     name="planner",
     prompt="planner.md",
-    subscriptions=(Subscription(msg_type=MsgType.INSTRUCTION, senders=("user",)),
-                   Subscription(msg_type=MsgType.CRITIQUE, senders=("critic",))),
+    subscriptions=(Subscription(msg_type=MsgType.INSTRUCTION), Subscription(msg_type=MsgType.CRITIQUE)),
+    capabilities=("plan",),
     publications=(MsgType.INSTRUCTION,),
-    output_schema=Plan,
     step=step,
     order=10,
     reads_memory=True,

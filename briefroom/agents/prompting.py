@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from briefroom.graph.state import Fact
 from briefroom.prompts import load_template, render
-from briefroom.protocol.context import (
+from briefroom.protocol.extraction import content_words, relevance, sentences
+from briefroom.protocol.messages import AgentMessage, MsgType, Priority
+from briefroom.protocol.prompt_assembly import (
     DATA_NOTICE,
     DEFAULT_FLOORS,
     DEFAULT_SHARES,
@@ -25,13 +26,11 @@ from briefroom.protocol.context import (
     Section,
     mark_data,
 )
-from briefroom.protocol.messages import AgentMessage, MsgType, Priority
-from briefroom.protocol.summarizer import content_words, relevance, sentences
+from briefroom.records import Fact
 
 if TYPE_CHECKING:
     from briefroom.agents.base import Turn
 
-STRATEGIES = ("layered", "naive")
 MAX_NOTES = 8
 # Only the newest messages compete for whiteboard space (P0 always does): a prompt
 # holds a few dozen, so ranking thousands would be work with no effect on the result.
@@ -129,8 +128,6 @@ def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fa
     # notes quote questions and passages the role read: data, like what they came from
     work = [Item(f"note{i}", mark_data("note", n), Priority.P3, i, relevance(n, task))
             for i, n in enumerate(table.notes[-MAX_NOTES:])]
-    if table.todo:
-        work.append(Item("todo", "Todo:\n" + mark_data("todo", "; ".join(table.todo)), Priority.P1, 10_000))
     unread = turn.view.unread
     task_words = frozenset(content_words(task))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
+import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from briefroom.agents.base import Role
 from briefroom.errors import ConfigError
 from briefroom.protocol.bus import Bus
 
-_NOT_ROLES = {"base", "registry", "context"}
+_NOT_ROLES = {"base", "registry", "run_context", "model_calls", "prompting", "structured", "tool_loop"}
 
 
 def builtin_roles() -> list[Role]:
@@ -40,9 +41,13 @@ def load_role_file(path: Path) -> Role:
     if spec is None or spec.loader is None:
         raise ConfigError(f"cannot load role file {path}")
     module = importlib.util.module_from_spec(spec)
+    # Registered first, as an import would: pydantic resolves a role file's postponed
+    # annotations (`from __future__ import annotations`) through sys.modules.
+    sys.modules[spec.name] = module
     try:
         spec.loader.exec_module(module)
     except Exception as exc:
+        sys.modules.pop(spec.name, None)
         raise ConfigError(f"role file {path} failed to load: {type(exc).__name__}: {exc}") from exc
     role = getattr(module, "ROLE", None)
     if not isinstance(role, Role):
@@ -67,4 +72,5 @@ def discover(roles_dirs: list[Path] | None = None, *, entry_point_group: str = "
 
 
 def bus_for(roles: list[Role]) -> Bus:
-    return Bus({r.name: r.subscriptions for r in roles}, {r.name: r.publications for r in roles})
+    return Bus({r.name: r.subscriptions for r in roles}, {r.name: r.publications for r in roles},
+               capabilities={r.name: r.capabilities for r in roles}, guards={r.name: r.guards for r in roles})

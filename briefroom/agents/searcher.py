@@ -11,17 +11,18 @@ from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn, passage_items
 from briefroom.graph.reducers import merge_sources
-from briefroom.graph.state import Passage, SourceRecord
 from briefroom.protocol.bus import Subscription
-from briefroom.protocol.context import mark_data
+from briefroom.protocol.extraction import content_words, extract_facts
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
-from briefroom.protocol.summarizer import content_words, extract_facts
+from briefroom.protocol.payloads import Conclusion
+from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.protocol.tools import (
     LocalSearchArgs,
     LocalSearchResult,
     ReadSourceResult,
     run_tool,
 )
+from briefroom.records import Passage, SourceRecord
 from briefroom.report.checks import claim_problems, closest_fact
 from briefroom.report.draft import Claim
 
@@ -53,8 +54,8 @@ def previous_on_subject(own: list[AgentMessage], key: str) -> AgentMessage | Non
     if not key:
         return None
     replaced = {m.header.supersedes for m in own if m.header.supersedes}
-    same = [m for m in own if m.header.msg_type == MsgType.CONCLUSION and m.msg_id not in replaced
-            and m.body.structured_data.get("subject") == key]
+    same = [m for m in own if isinstance(m.body.payload, Conclusion) and m.msg_id not in replaced
+            and m.body.payload.subject == key]
     return same[-1] if same else None
 
 
@@ -98,7 +99,7 @@ def step(turn: Turn) -> None:
                 turn.add_facts(extract_facts(passage.text, record.source_id, "searcher", turn.round))
         if not records:
             turn.publish(MsgType.CONCLUSION, f"No passage in the corpus answers: {question}",
-                         relation=instruction.msg_id, priority=Priority.P2)
+                         relation=instruction.msg_id, payload=Conclusion(question=question), priority=Priority.P2)
             continue
         ids = [r.source_id for r in records]
         # Finishing (85% of --max-tokens): no model call; the verbatim figures below still go out.
@@ -110,7 +111,7 @@ def step(turn: Turn) -> None:
                                 material=passage_items(records, question), enums={"source_ids": ids})
         texts = turn.source_texts()
         said = {m.body.content for m in turn.own_messages()}
-        before = len(said)
+        covered = False  # something answers this question: new here, or already said for another
         for finding in findings.findings:
             claim = Claim(text=" ".join(finding.claim.split()), source_ids=list(dict.fromkeys(finding.source_ids)))
             if claim_problems(claim, texts):
@@ -120,32 +121,34 @@ def step(turn: Turn) -> None:
                 if fact is None:
                     continue
                 claim = Claim(text=fact.text, source_ids=[fact.source_id])
+            covered = True
             if claim.text in said:
                 continue
             said.add(claim.text)
             key = subject_key(finding.subject)
             older = previous_on_subject(turn.own_messages(), key)
             turn.publish(MsgType.CONCLUSION, claim.text, references=claim.source_ids, relation=instruction.msg_id,
-                         structured={"question": question, "subject": key}, priority=Priority.P1,
+                         payload=Conclusion(question=question, subject=key), priority=Priority.P1,
                          supersedes=older.msg_id if older else None)
         relevant = sorted((f for f in turn.all_facts() if f.source_id in ids),
                           key=lambda f: -len(content_words(f.text) & content_words(question)))
         for fact in [f for f in relevant if f.text not in said][:VERBATIM_FIGURES_PER_QUESTION]:
             said.add(fact.text)
+            covered = True
             turn.publish(MsgType.CONCLUSION, fact.text, references=[fact.source_id], relation=instruction.msg_id,
-                         structured={"question": question, "verbatim_fact": fact.fact_id}, priority=Priority.P1)
-        if len(said) == before:  # passages came back, but nothing in them held up: the team must still hear of it
+                         payload=Conclusion(question=question, verbatim_fact=fact.fact_id), priority=Priority.P1)
+        if not covered:  # passages came back, but nothing in them held up: the team must still hear of it
             turn.publish(MsgType.CONCLUSION, f"No passage in the corpus answers: {question}",
-                         relation=instruction.msg_id, priority=Priority.P2)
+                         relation=instruction.msg_id, payload=Conclusion(question=question), priority=Priority.P2)
         turn.note(f"searched: {question} -> {len(records)} source(s)")
 
 
 ROLE = Role(
     name="searcher",
     prompt="searcher.md",
-    subscriptions=(Subscription(msg_type=MsgType.INSTRUCTION, senders=("planner",)),),
+    subscriptions=(Subscription(msg_type=MsgType.INSTRUCTION),),
+    capabilities=("search",),
     publications=(MsgType.CONCLUSION,),
-    output_schema=Findings,
     step=step,
     tools=("local_search", "read_source", "read_artifact"),
     order=20,

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 
 from briefroom.agents.base import Role, Turn
-from briefroom.graph.state import Fact, Report, SourceRecord
 from briefroom.protocol.bus import Subscription
-from briefroom.protocol.context import mark_data
+from briefroom.protocol.extraction import numbers_in, sentences
 from briefroom.protocol.messages import MsgType
-from briefroom.protocol.summarizer import numbers_in, sentences
+from briefroom.protocol.payloads import Critique, ReportMessage
+from briefroom.protocol.prompt_assembly import mark_data
+from briefroom.records import Fact, Report, SourceRecord
 from briefroom.report.draft import (
     Claim,
     DraftSection,
@@ -24,7 +25,7 @@ from briefroom.report.outline import outline
 def accepted_conclusions(turn: Turn):
     rejected: set[str] = set()
     for critique in turn.inbox_of(MsgType.CRITIQUE):
-        rejected.update((critique.body.structured_data.get("rejected") or {}).keys())
+        rejected.update(critique.payload_as(Critique).rejected)
     return [m for m in turn.inbox_of(MsgType.CONCLUSION) if m.body.references and m.msg_id not in rejected]
 
 
@@ -61,7 +62,8 @@ def step(turn: Turn) -> None:
         turn.note("no accepted conclusions: wrote an explicit no-evidence report")
         report = ReportDraft.model_construct(**dict(draft), key_figures=[])
     else:
-        critiques = [m.body.content for m in turn.unread_of(MsgType.CRITIQUE) if m.body.structured_data.get("problems")]
+        critiques = [m.body.content for m in turn.unread_of(MsgType.CRITIQUE)
+                     if m.payload_as(Critique).kind == "revise"]
         task = ("Write the report: a title, a one-sentence short answer, and sections of claims. Use only the "
                 "accepted conclusions and facts; copy numbers exactly; cite source ids for every claim. "
                 f"Write in {lab['language_name']}, the language of the question.")
@@ -77,17 +79,16 @@ def step(turn: Turn) -> None:
     markdown, cited = render_markdown(report, sources, footer=footer, language=language)
     revision = turn.state.get("revisions", 0)
     turn.extra["report"] = Report(markdown=markdown, cited_sources=tuple(cited), round=turn.round, revision=revision)
-    turn.publish(MsgType.REPORT, f"Report draft (revision {revision}): {report.title}", receiver="critic",
-                 references=cited, structured={"draft": report.model_dump(), "markdown": markdown, "footer": footer})
+    turn.publish(MsgType.REPORT, f"Report draft (revision {revision}): {report.title}", to="check",
+                 references=cited, payload=ReportMessage(draft=report, markdown=markdown, footer=footer))
 
 
 ROLE = Role(
     name="writer",
     prompt="writer.md",
-    subscriptions=(Subscription(msg_type=MsgType.CONCLUSION, senders=("searcher",)),
-                   Subscription(msg_type=MsgType.CRITIQUE, senders=("critic",))),
+    subscriptions=(Subscription(msg_type=MsgType.CONCLUSION), Subscription(msg_type=MsgType.CRITIQUE)),
+    capabilities=("draft",),
     publications=(MsgType.REPORT,),
-    output_schema=ReportDraft,
     step=step,
     order=40,
     finishing_duty="draft",

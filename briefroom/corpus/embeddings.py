@@ -92,7 +92,10 @@ class OpenAIEmbedder:
         from langchain_openai import OpenAIEmbeddings
 
         self.name = f"openai:{model}"
-        self._client = OpenAIEmbeddings(model=model, base_url=base_url, api_key=api_key)
+        from pydantic import SecretStr
+
+        self._client = OpenAIEmbeddings(model=model, openai_api_base=base_url,
+                                        openai_api_key=SecretStr(api_key) if api_key is not None else None)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return self._client.embed_documents(texts)

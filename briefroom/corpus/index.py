@@ -12,6 +12,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
 
 from briefroom.corpus.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from briefroom.corpus.documents import Document, Skipped, load_corpus
@@ -19,6 +22,9 @@ from briefroom.corpus.embeddings import Embedder
 from briefroom.corpus.lexical import LexicalIndex, fuse
 from briefroom.errors import EngineeringFailure
 from briefroom.files import store_file
+
+if TYPE_CHECKING:
+    from chromadb.api.types import Where
 
 COLLECTION = "corpus_chunks"
 CANDIDATES = 4  # each ranking offers k * CANDIDATES chunks to the fusion
@@ -113,7 +119,7 @@ class CorpusIndex:
                 embedded += len(batch)
                 self._chunks.upsert(
                     ids=[c.chunk_id for c in batch],
-                    embeddings=self._embedder.embed([c.text for c in batch]),
+                    embeddings=np.asarray(self._embedder.embed([c.text for c in batch]), dtype=np.float32),
                     documents=[c.text for c in batch],
                     metadatas=[{"source_id": c.source_id, "start": c.start, "end": c.end} for c in batch],
                 )
@@ -145,14 +151,15 @@ class CorpusIndex:
         names, figures and Chinese from BM25 (see corpus/lexical.py)."""
         if not self._scope:
             return []
-        where = {"source_id": {"$in": self._scope}} if len(self._scope) > 1 else {"source_id": self._scope[0]}
+        any_of: dict[Literal["$in", "$nin"], list[str | int | float | bool]] = {"$in": list(self._scope)}
+        where: Where = {"source_id": any_of} if len(self._scope) > 1 else {"source_id": self._scope[0]}
         wide = k * CANDIDATES
         try:
-            found = self._chunks.query(query_embeddings=self._embedder.embed([query]), n_results=wide, where=where,
-                                       include=["distances"])
+            found = self._chunks.query(query_embeddings=np.asarray(self._embedder.embed([query]), dtype=np.float32),
+                                       n_results=wide, where=where, include=["distances"])
         except Exception as exc:  # chromadb raises many types; the caller needs one
             raise EngineeringFailure(f"index query failed: {exc}", tool="local_search", transient=True) from exc
-        distance = dict(zip(found["ids"][0], found["distances"][0]))
+        distance = dict(zip(found["ids"][0], (found["distances"] or [[]])[0]))
         lexical = self._lexical().search(query, wide)
         ranked = fuse([list(found["ids"][0]), [cid for cid, _ in lexical]], k)
         return [self._hit(cid, distance.get(cid)) for cid in ranked if cid in self._chunk_cache]

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from briefroom.protocol.summarizer import content_words
+from briefroom.protocol.extraction import content_words
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 K1, B = 1.2, 0.75

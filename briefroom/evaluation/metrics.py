@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from briefroom.protocol.summarizer import is_cjk, numbers_in, sentences
+from briefroom.protocol.extraction import is_cjk, numbers_in, sentences
 from briefroom.report.checks import GROUNDING_THRESHOLD, grounding, split_report
 
 # Ways a report says the corpus does not answer (English and Chinese).

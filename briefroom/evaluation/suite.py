@@ -20,6 +20,7 @@ from briefroom.corpus.documents import load_corpus
 from briefroom.errors import ConfigError
 from briefroom.evaluation.metrics import KeyFact, ReportScore, score_report
 from briefroom.inspect import agent_totals, calls_of, load_events
+from briefroom.runs import load_sources
 from briefroom.scenario import SCENARIO_FILE, Scenario
 
 REPLAY = "replay"
@@ -35,7 +36,8 @@ class CaseResult:
     score: ReportScore | None
     error: str | None
     wall_s: float
-    tokens: dict[str, dict[str, int]] = field(default_factory=dict)  # by role: calls, prompt, completion
+    # by role: calls, prompt_tokens, completion_tokens (`inspect.agent_totals`: plain, for the JSON output)
+    tokens: dict[str, dict[str, int]] = field(default_factory=dict)
     cached_prompt_tokens: int | None = None  # None: the endpoint did not report it
 
     @property
@@ -110,7 +112,7 @@ def run_case(folder: Path, scenario: Scenario, *, context: str, repeat: int, mod
     if (run_dir / "run.jsonl").is_file():
         calls = calls_of(load_events(run_dir))
         result.tokens = agent_totals(calls)
-        cached = [c["cached_tokens"] for c in calls if c.get("cached_tokens") is not None]
+        cached = [c.cached_tokens for c in calls if c.cached_tokens is not None]
         result.cached_prompt_tokens = sum(cached) if cached else None
     if error is None:
         result.score = score_case(folder, scenario, run_dir)
@@ -118,10 +120,8 @@ def run_case(folder: Path, scenario: Scenario, *, context: str, repeat: int, mod
 
 
 def score_case(folder: Path, scenario: Scenario, run_dir: Path) -> ReportScore:
-    import json
-
     report = (run_dir / "report.md").read_text(encoding="utf-8")
-    retrieved = set(json.loads((run_dir / "sources.json").read_text(encoding="utf-8"))["sources"])
+    retrieved = set(load_sources(run_dir).sources)
     return score_report(report, question=scenario.question, language=scenario.language,
                         answer_key=[KeyFact(k.name, list(k.any), k.part) for k in scenario.answer_key],
                         parts=scenario.parts, must_not=scenario.must_not, unanswerable=scenario.unanswerable,

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from briefroom.agents.base import Role, Turn
-from briefroom.agents.context import RunContext
+from briefroom.agents.run_context import RunContext
 from briefroom.graph.routing import ROUND_END, next_speaker, roles_with_unread
 from briefroom.graph.state import AgentState
 from briefroom.graph.summary import summarize_round
@@ -56,7 +56,7 @@ def round_end(state: AgentState, runtime: Runtime[RunContext], roles: list[Role]
         update["round"] = current + 1
     ctx.log.event("round_end", round=current, expired=[m.msg_id for m in expired], live=len(live),
                   pending=pending, done=done,
-                  report_accepted=bool(state.get("report") and state["report"].accepted))
+                  report_accepted=bool((report := state.get("report")) and report.accepted))
     ctx.progress(current, "round_end", "done" if done else "next round")
     update.update({"whiteboard": Overwrite(live), "archive": expired})
     return update

@@ -21,7 +21,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from briefroom.files import store_file
 from briefroom.graph import faults
-from briefroom.graph.state import (
+from briefroom.protocol.messages import AgentMessage, Body, Header, Metadata, MsgType, Priority
+from briefroom.protocol.payloads import Conclusion, Critique, Instruction, ReportMessage
+from briefroom.protocol.redaction import holds_secret, redact_deep
+from briefroom.records import (
     Charter,
     Fact,
     Passage,
@@ -32,19 +35,11 @@ from briefroom.graph.state import (
     SummaryPoint,
     Worktable,
 )
-from briefroom.protocol.messages import (
-    AgentMessage,
-    ArchivePolicy,
-    Body,
-    Header,
-    Metadata,
-    MsgType,
-    Priority,
-)
-from briefroom.protocol.redaction import holds_secret, redact_deep
+from briefroom.report.draft import Claim, DraftSection, ReportDraft
 
 STATE_TYPES = (Charter, Worktable, Fact, Passage, SourceRecord, Report, AgentMessage, Header, Body, Metadata,
-               MsgType, Priority, ArchivePolicy, RoundRecord, RoundSummary, SummaryPoint)
+               MsgType, Priority, RoundRecord, RoundSummary, SummaryPoint,
+               Instruction, Conclusion, Critique, ReportMessage, ReportDraft, DraftSection, Claim)
 
 
 class RedactingSerializer:

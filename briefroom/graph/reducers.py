@@ -7,12 +7,8 @@ before a reducer runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from briefroom.protocol.messages import AgentMessage
-
-if TYPE_CHECKING:  # the state module imports us; avoid a cycle at runtime
-    from briefroom.graph.state import Fact, SourceRecord, Worktable
+from briefroom.records import Fact, SourceRecord, Worktable
 
 
 def append_messages(current: list[AgentMessage] | None, update: list[AgentMessage] | None) -> list[AgentMessage]:
@@ -31,7 +27,10 @@ def append_records(current: list | None, update: list | None) -> list:
     """Append round summaries; one per round (a repeated round number replaces nothing)."""
     merged = list(current or [])
     rounds = {r.round for r in merged}
-    merged.extend(r for r in update or [] if r.round not in rounds and not rounds.add(r.round))
+    for record in update or []:
+        if record.round not in rounds:
+            rounds.add(record.round)
+            merged.append(record)
     return merged
 
 
@@ -50,7 +49,10 @@ def merge_seen(current: dict[str, list[str]] | None, update: dict[str, list[str]
     for role, ids in (update or {}).items():
         known = merged.setdefault(role, [])
         present = set(known)
-        known.extend(i for i in ids if i not in present and not present.add(i))
+        for i in ids:
+            if i not in present:
+                present.add(i)
+                known.append(i)
     return merged
 
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from briefroom.agents.base import Role, Turn
 from briefroom.agents.prompting import message_item
-from briefroom.graph.state import AgentState, RoundRecord, RoundSummary, SummaryPoint
+from briefroom.graph.state import AgentState
+from briefroom.protocol.extraction import content_words, numbers_in
 from briefroom.protocol.messages import AgentMessage, Priority
-from briefroom.protocol.summarizer import content_words, numbers_in
+from briefroom.records import RoundRecord, RoundSummary, SummaryPoint
 from briefroom.report.checks import claim_problems, closest_fact
 from briefroom.report.draft import Claim
 
 SUMMARIZER = Role(name="summarizer", prompt="summarizer.md", subscriptions=(), publications=(),
-                  output_schema=RoundSummary, step=lambda turn: None, order=10_000, budget_tokens=4000,
+                  step=lambda turn: None, order=10_000, budget_tokens=4000,
                   description="summarises each finished round")
 
 

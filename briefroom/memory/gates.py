@@ -20,16 +20,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from briefroom.graph.state import AgentState, Fact
+from briefroom.events import MemoryWrite
+from briefroom.graph.state import AgentState
 from briefroom.memory.namespace import Namespace
 from briefroom.memory.store import MemoryStore
 from briefroom.memory.zones import FactRow
 from briefroom.protocol import injection
 from briefroom.protocol.chars import GARBAGE_RE
+from briefroom.protocol.extraction import content_words
 from briefroom.protocol.messages import MsgType
+from briefroom.protocol.payloads import Conclusion
 from briefroom.protocol.redaction import redact
-from briefroom.protocol.summarizer import content_words
 from briefroom.protocol.untrusted import instruction_like
+from briefroom.records import Fact
+from briefroom.runlog import RunLog
 
 MIN_BACKERS = 2
 _UNIT = re.compile(r"\s*(%|percent|per cent|(?:billion|million|trillion|thousand|bn|m)\b)?\s*"
@@ -46,6 +50,24 @@ class Candidate:
 
 def judge(candidate: Candidate) -> tuple[bool, str]:
     """Whether a candidate may persist, and why (the order of checks is the order of reasons)."""
+    return judge_all([candidate])[0]
+
+
+def judge_all(batch: list[Candidate]) -> list[tuple[bool, str]]:
+    """`judge` for a run's candidates: the cheap checks one by one, then the learned
+    detector once for every candidate still standing (one embedding call for all)."""
+    verdicts = [_screen(candidate) for candidate in batch]
+    # Last, as the costly check: the learned, multilingual detector, on what would
+    # otherwise be kept, each candidate in the passage it came from.
+    standing = [i for i, (ok, _) in enumerate(verdicts) if ok]
+    found = injection.judge_many([(batch[i].data.get("passage") or batch[i].text, batch[i].text) for i in standing])
+    for i, verdict in zip(standing, found):
+        if verdict.flagged:
+            verdicts[i] = (False, f"reads like an instruction to an agent (detector: {verdict.reason})")
+    return verdicts
+
+
+def _screen(candidate: Candidate) -> tuple[bool, str]:
     if candidate.kind in ("note", "tool_output"):
         return False, "process traces and raw tool output never persist"
     if candidate.kind == "conclusion":
@@ -61,11 +83,6 @@ def judge(candidate: Candidate) -> tuple[bool, str]:
         return False, f"unverified: backed by {len(set(candidate.backers))} role(s), {MIN_BACKERS} needed"
     if candidate.kind in ("task_memory", "skill") and not candidate.data.get("accepted"):
         return False, "the Critic did not pass the report against the acceptance criteria"
-    # Last, as the costly check (an embedding per window): the learned, multilingual
-    # detector, on what would otherwise be kept, in the passage it came from.
-    verdict = injection.judge(candidate.data.get("passage") or candidate.text, candidate.text)
-    if verdict.flagged:
-        return False, f"reads like an instruction to an agent (detector: {verdict.reason})"
     return True, "verified"
 
 
@@ -120,17 +137,17 @@ def _subjects(state: AgentState) -> dict[str, str]:
     """fact id -> subject of an accepted conclusion quoting it (from the Searcher's structured data)."""
     out: dict[str, str] = {}
     conclusions = [m for m in [*state.get("archive", []), *state.get("whiteboard", [])]
-                   if m.header.msg_type is MsgType.CONCLUSION and m.body.structured_data.get("subject")]
+                   if isinstance(m.body.payload, Conclusion) and m.body.payload.subject]
     for fact in state.get("facts", []):
         for m in conclusions:
             if fact.source_id in m.body.references and fact.text in m.body.content:
-                out[fact.fact_id] = str(m.body.structured_data["subject"])
+                out[fact.fact_id] = str(m.payload_as(Conclusion).subject)
                 break
     return out
 
 
 def apply_gates(store: MemoryStore, ns: Namespace, run_id: str, state: AgentState, transcript: list[str],
-                used_skills: list[str], log: Any) -> list[dict]:
+                used_skills: list[str], log: RunLog) -> list[MemoryWrite]:
     """Judge every candidate, write what passes, log every decision; returns the decisions.
 
     A run's writes land in one transaction, recorded under the run's key with what they
@@ -139,26 +156,27 @@ def apply_gates(store: MemoryStore, ns: Namespace, run_id: str, state: AgentStat
     whose gates already ran judges again, writes nothing, and logs the same decisions;
     one that crashed half-way wrote nothing and starts over."""
     subjects = _subjects(state)
-    judged = [(candidate, *judge(candidate)) for candidate in candidates(state, transcript)]
+    found = candidates(state, transcript)
+    judged = [(candidate, ok, reason) for candidate, (ok, reason) in zip(found, judge_all(found))]
     key = f"gates/{ns.user}/{ns.session}/{ns.task}/{run_id}"
     outcomes = store.applied(key)
     if outcomes is None:
         with store.transaction():
             outcomes = _write(store, ns, run_id, state, judged, subjects, used_skills)
             store.mark_applied(key, outcomes)
-    decisions: list[dict[str, Any]] = []
+    decisions: list[MemoryWrite] = []
     for i, (candidate, ok, reason) in enumerate(judged):
-        decision: dict[str, Any] = {"kind": candidate.kind, "accepted": ok, "reason": reason,
-                                    "preview": candidate.text[:120], "zone": None, "action": "rejected"}
-        decision.update(outcomes["written"].get(str(i), {}))
+        fields: dict[str, Any] = {"kind": candidate.kind, "accepted": ok, "reason": reason,
+                                  "preview": candidate.text[:120], "zone": None, "action": "rejected"}
+        fields.update(outcomes["written"].get(str(i), {}))
         if ok and candidate.kind == "fact":
-            decision["entity"] = fact_row(candidate.data["fact"], subjects, run_id).entity
-        decisions.append(decision)
-    uses = [{"kind": "skill_use", "zone": "skill", "accepted": True, **use,
-             "reason": "a skill recalled at the start is credited with this run's outcome"}
+            fields["entity"] = fact_row(candidate.data["fact"], subjects, run_id).entity
+        decisions.append(MemoryWrite(**fields))
+    uses = [MemoryWrite(kind="skill_use", zone="skill", accepted=True, id=use["id"], action=use["action"],
+                        reason="a skill recalled at the start is credited with this run's outcome")
             for use in outcomes["skill_uses"]]
     for decision in [*decisions, *uses]:
-        log.event("memory_write", **decision)
+        log.write(decision)
     return decisions
 
 

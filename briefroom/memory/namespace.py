@@ -52,7 +52,3 @@ class Namespace:
         prefix = f"{alias}." if alias else ""
         fields = self.fields(scope)
         return " AND ".join(f"{prefix}{k} = ?" for k in fields), list(fields.values())
-
-    def chroma_where(self, scope: Scope) -> dict:
-        conditions = [{k: v} for k, v in self.fields(scope).items()]
-        return conditions[0] if len(conditions) == 1 else {"$and": conditions}

@@ -9,16 +9,17 @@ index join the run's facts, so they can be cited without searching again.
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from briefroom.config import Settings
 from briefroom.corpus.index import CorpusIndex
-from briefroom.graph.state import Fact, Passage, SourceRecord
-from briefroom.memory.namespace import Namespace
+from briefroom.memory.namespace import Namespace, Scope
 from briefroom.memory.store import MemoryStore
 from briefroom.memory.zones import Recalled
-from briefroom.protocol.context import Item, mark_data
+from briefroom.protocol.extraction import content_words, numbers_in
 from briefroom.protocol.messages import Priority
-from briefroom.protocol.summarizer import content_words, numbers_in
+from briefroom.protocol.prompt_assembly import Item, mark_data
+from briefroom.records import Fact, Passage, SourceRecord
 from briefroom.runlog import RunLog
 
 
@@ -26,7 +27,7 @@ def read_memory(memory: MemoryStore, ns: Namespace, settings: Settings, goal: st
                 log: RunLog) -> tuple[list[Item], list[str], list[Recalled]]:
     """Task start: similar past tasks, known facts and skills, as untrusted data with
     their provenance, for the roles that read memory (the Planner)."""
-    scope = settings.memory_scope  # type: ignore[arg-type]
+    scope = cast(Scope, settings.memory_scope)  # checked by Settings.check
     # The goal and each of its clauses: a remembered fact usually answers one part of it.
     queries = [goal, *(c for c in re.split(r"[?;]|,\s*(?:and\s+)?|\s+and\s+(?=which|who|what|how|when|where|why)",
                                             goal) if len(content_words(c)) >= 3 and c.strip() != goal.strip())]

@@ -21,15 +21,15 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from briefroom.corpus.embeddings import Embedder
 from briefroom.files import store_file
 from briefroom.graph import faults
 from briefroom.memory.namespace import Namespace, Scope
 from briefroom.memory.zones import FactRow, Recalled
+from briefroom.protocol.extraction import content_words, numbers_in
 from briefroom.protocol.redaction import redact_text
-from briefroom.protocol.summarizer import content_words, numbers_in
 
 DEFAULT_THRESHOLD = 0.75  # cosine similarity a memory needs to be recalled
 FACT_THRESHOLD = 0.5  # share of a query's words and numbers a fact must hold to be recalled
@@ -89,6 +89,7 @@ class MemoryStore:
         self._lock = threading.RLock()
         with store_file(self.root / "memory.sqlite", "long-term memory"):
             self._db = sqlite3.connect(self.root / "memory.sqlite", check_same_thread=False)
+            self._db.row_factory = sqlite3.Row  # rows are read by column name, never by position
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable at checkpoints, no fsync per commit
@@ -181,7 +182,7 @@ class MemoryStore:
         """What an idempotent write recorded under `key`, or None if it never landed."""
         with self._lock:
             row = self._db.execute("SELECT result FROM applied WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return json.loads(row["result"]) if row else None
 
     def mark_applied(self, key: str, result: Any) -> None:
         """Record `key` inside the current transaction: a rerun of the same step (a resumed
@@ -204,7 +205,7 @@ class MemoryStore:
             return [ns.session]
         found: set[str] = set()
         for table in tables:
-            found |= {r[0] for r in self._db.execute(f"SELECT DISTINCT session FROM {table} WHERE user = ?",
+            found |= {r["session"] for r in self._db.execute(f"SELECT DISTINCT session FROM {table} WHERE user = ?",
                                                      (ns.user,))}
         return sorted(found)
 
@@ -302,30 +303,30 @@ class MemoryStore:
                 row = self._row_for(fact_id, "fact", ns, scope)
                 if row is None:
                     continue
-                relevance = len(set(wanted) & terms(f"{row[3]['entity']} {row[0]}")) / len(wanted)
+                relevance = len(set(wanted) & terms(f"{row.provenance['entity']} {row.text}")) / len(wanted)
                 if relevance >= threshold:
                     out.append(self._scored(fact_id, relevance, *row))
         out.sort(key=lambda r: -r.score)
         return out[:k]
 
-    def _row_for(self, item_id: str, zone: str, ns: Namespace, scope: Scope):
+    def _row_for(self, item_id: str, zone: str, ns: Namespace, scope: Scope) -> "_Found | None":
         where, params = ns.sql(scope)
         if zone == "fact":
             row = self._db.execute(f"SELECT text, valid_from, source_ids, confirmed_by, run_id, status, entity, "
                                    f"value, unit, user, session, task FROM facts WHERE id = ? AND {where}",
                                    [item_id, *params]).fetchone()
-            if row is None or row[5] == "superseded":
+            if row is None or row["status"] == "superseded":
                 return None
-            provenance = {"sources": json.loads(row[2]), "confirmed_by": json.loads(row[3]), "run": row[4],
-                          "status": row[5], "entity": row[6], "value": row[7], "unit": row[8],
-                          "namespace": {"user": row[9], "session": row[10], "task": row[11]}}
-            return row[0], 1.0, row[1], provenance, "fact"
+            provenance = {"sources": json.loads(row["source_ids"]), "confirmed_by": json.loads(row["confirmed_by"]),
+                          "run": row["run_id"], "status": row["status"], "entity": row["entity"],
+                          "value": row["value"], "unit": row["unit"], "namespace": _namespace(row)}
+            return _Found(row["text"], 1.0, row["valid_from"], provenance, "fact")
         row = self._db.execute(f"SELECT text, importance, created, provenance, user, session, task FROM memories "
                                f"WHERE id = ? AND {where}", [item_id, *params]).fetchone()
         if row is None:
             return None
-        provenance = {**json.loads(row[3]), "namespace": {"user": row[4], "session": row[5], "task": row[6]}}
-        return row[0], float(row[1]), float(row[2]), provenance, "vector"
+        provenance = {**json.loads(row["provenance"]), "namespace": _namespace(row)}
+        return _Found(row["text"], float(row["importance"]), float(row["created"]), provenance, "vector")
 
     # --- fact zone --------------------------------------------------------------------
     def put_fact(self, ns: Namespace, row: FactRow) -> tuple[str, str, str]:
@@ -355,7 +356,7 @@ class MemoryStore:
                                  (json.dumps(merged_sources), json.dumps(merged_roles), old_id))
                 return old_id, "update", "same entity, attribute and value: provenance merged"
         new_id = "f" + _id(ns.user, row.entity, row.attribute, row.value, row.unit, ",".join(row.source_ids))
-        replaced = [r for r in rows if set(json.loads(r[3])) & set(row.source_ids)]
+        replaced = [r for r in rows if set(json.loads(r["source_ids"])) & set(row.source_ids)]
         status = "current" if replaced or not rows else "competing"
         self._db.execute("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (new_id, ns.user, ns.session, ns.task, row.entity, row.attribute, row.value, row.unit,
@@ -363,11 +364,11 @@ class MemoryStore:
                           row.run_id, self._now(), None, status))
         for old in replaced:
             self._db.execute("UPDATE facts SET status = 'superseded', superseded_by = ? WHERE id = ?",
-                             (new_id, old[0]))
-            self._unindex_fact(old[0])
+                             (new_id, old["id"]))
+            self._unindex_fact(old["id"])
         self._index_fact(new_id, ns.user, row.entity, text)
         if replaced:
-            return new_id, "supersede", f"new value from the same source replaces {', '.join(r[0] for r in replaced)}"
+            return new_id, "supersede", f"new value from the same source replaces {', '.join(r['id'] for r in replaced)}"
         if rows:
             return new_id, "competing", (f"{len(rows)} other value(s) for this entity and attribute from other "
                                          "sources: kept side by side")
@@ -380,9 +381,10 @@ class MemoryStore:
             rows = self._db.execute(f"SELECT id, entity, attribute, value, unit, text, source_ids, confirmed_by, "
                                     f"run_id, status, superseded_by FROM facts WHERE {where} AND entity = ? "
                                     f"ORDER BY valid_from DESC", [*params, entity]).fetchall()
-        keys = ("id", "entity", "attribute", "value", "unit", "text", "source_ids", "confirmed_by", "run", "status",
-                "superseded_by")
-        return [{**dict(zip(keys, r)), "source_ids": json.loads(r[6]), "confirmed_by": json.loads(r[7])} for r in rows]
+        return [{"id": r["id"], "entity": r["entity"], "attribute": r["attribute"], "value": r["value"],
+                 "unit": r["unit"], "text": r["text"], "source_ids": json.loads(r["source_ids"]),
+                 "confirmed_by": json.loads(r["confirmed_by"]), "run": r["run_id"], "status": r["status"],
+                 "superseded_by": r["superseded_by"]} for r in rows]
 
     # --- skill zone -------------------------------------------------------------------
     def put_skill(self, ns: Namespace, name: str, applies_when: str, steps: list[str],
@@ -420,13 +422,14 @@ class MemoryStore:
                                        [skill_id, *params]).fetchone()
                 if row is None or similarity < threshold:
                     continue
-                steps = json.loads(row[2])
-                text = f"Skill: {row[0]} (used {row[3] + row[4]} times, {row[3]} passed)\nWhen: {row[1]}\nSteps:\n" + \
-                    "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps))
+                steps = json.loads(row["steps"])
+                wins, losses = row["successes"], row["failures"]
+                text = (f"Skill: {row['name']} (used {wins + losses} times, {wins} passed)\nWhen: {row['applies_when']}"
+                        "\nSteps:\n" + "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps)))
                 out.append(Recalled(skill_id, "skill", text, round(similarity, 4),
-                                    round(similarity * (row[3] + 1) / (row[3] + row[4] + 2), 4),
-                                    {"evaluated_by": json.loads(row[5]), "steps": steps,
-                                     "namespace": {"user": row[6], "session": row[7], "task": row[8]}}))
+                                    round(similarity * (wins + 1) / (wins + losses + 2), 4),
+                                    {"evaluated_by": json.loads(row["evaluated_by"]), "steps": steps,
+                                     "namespace": _namespace(row)}))
         out.sort(key=lambda r: -r.score)
         return out[:k]
 
@@ -437,7 +440,7 @@ class MemoryStore:
             self._db.execute(f"UPDATE skills SET {column} = {column} + 1, updated = ? WHERE id = ? AND user = ?",
                              (self._now(), skill_id, ns.user))
             row = self._db.execute("SELECT successes, failures FROM skills WHERE id = ?", (skill_id,)).fetchone()
-            retired = bool(row and row[1] >= SKILL_RETIRE_AFTER and row[1] > row[0])
+            retired = bool(row and row["failures"] >= SKILL_RETIRE_AFTER and row["failures"] > row["successes"])
             if retired:
                 self._db.execute("UPDATE skills SET retired = 1 WHERE id = ?", (skill_id,))
         return "retired" if retired else ("success" if success else "failure")
@@ -450,26 +453,26 @@ class MemoryStore:
             if zone in (None, "vector"):
                 for r in self._db.execute(f"SELECT id, kind, text, provenance, importance, user, session, task "
                                           f"FROM memories WHERE {where} ORDER BY created", params):
-                    out.append({"id": r[0], "zone": "vector", "kind": r[1], "text": r[2],
-                                "provenance": json.loads(r[3]), "importance": r[4],
-                                "namespace": {"user": r[5], "session": r[6], "task": r[7]}})
+                    out.append({"id": r["id"], "zone": "vector", "kind": r["kind"], "text": r["text"],
+                                "provenance": json.loads(r["provenance"]), "importance": r["importance"],
+                                "namespace": _namespace(r)})
             if zone in (None, "fact"):
                 for r in self._db.execute(f"SELECT id, entity, attribute, value, unit, text, source_ids, confirmed_by, "
                                           f"run_id, status, superseded_by, user, session, task FROM facts "
                                           f"WHERE {where} ORDER BY valid_from", params):
-                    out.append({"id": r[0], "zone": "fact", "entity": r[1], "attribute": r[2], "value": r[3],
-                                "unit": r[4], "text": r[5], "source_ids": json.loads(r[6]),
-                                "confirmed_by": json.loads(r[7]), "run": r[8], "status": r[9],
-                                "superseded_by": r[10], "namespace": {"user": r[11], "session": r[12],
-                                                                      "task": r[13]}})
+                    out.append({"id": r["id"], "zone": "fact", "entity": r["entity"], "attribute": r["attribute"],
+                                "value": r["value"], "unit": r["unit"], "text": r["text"],
+                                "source_ids": json.loads(r["source_ids"]), "confirmed_by": json.loads(r["confirmed_by"]),
+                                "run": r["run_id"], "status": r["status"], "superseded_by": r["superseded_by"],
+                                "namespace": _namespace(r)})
             if zone in (None, "skill"):
                 for r in self._db.execute(f"SELECT id, name, applies_when, steps, successes, failures, evaluated_by, "
                                           f"retired, user, session, task FROM skills WHERE {where} ORDER BY created",
                                           params):
-                    out.append({"id": r[0], "zone": "skill", "text": r[1], "applies_when": r[2],
-                                "steps": json.loads(r[3]), "successes": r[4], "failures": r[5],
-                                "evaluated_by": json.loads(r[6]), "retired": bool(r[7]),
-                                "namespace": {"user": r[8], "session": r[9], "task": r[10]}})
+                    out.append({"id": r["id"], "zone": "skill", "text": r["name"], "applies_when": r["applies_when"],
+                                "steps": json.loads(r["steps"]), "successes": r["successes"], "failures": r["failures"],
+                                "evaluated_by": json.loads(r["evaluated_by"]), "retired": bool(r["retired"]),
+                                "namespace": _namespace(r)})
         return out
 
     def forget(self, item_id: str, ns: Namespace, scope: Scope = "user") -> int:
@@ -485,7 +488,7 @@ class MemoryStore:
             if not placed:
                 return 0
             # a superseded row is history of the forgotten fact: it goes too
-            placed += [(r[1], r[0]) for r in self._db.execute(
+            placed += [(r["session"], r["id"]) for r in self._db.execute(
                 f"SELECT id, session FROM facts WHERE superseded_by = ? AND {where}", [item_id, *params])]
             removed = 0
             for table in ("memories", "facts", "skills"):
@@ -545,3 +548,17 @@ def memory_tool(store: MemoryStore | None, ns: Namespace | None, scope: Scope, t
 
     return Tool("recall_memory", "Look up verified facts, past tasks and skills from earlier runs (data, with "
                 "their provenance).", RecallArgs, RecallResult, run)
+
+
+def _namespace(row: sqlite3.Row) -> dict[str, str]:
+    return {"user": row["user"], "session": row["session"], "task": row["task"]}
+
+
+class _Found(NamedTuple):
+    """A memory row the namespace allows, as `_scored` takes it."""
+
+    text: str
+    importance: float
+    created: float
+    provenance: dict[str, Any]
+    zone: str

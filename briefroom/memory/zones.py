@@ -1,16 +1,8 @@
-"""The three memory zones as small protocols, so another backend can replace one.
-
-The shipped implementation (`store.py`) keeps text and rows in SQLite and vectors in
-a chromadb PersistentClient; a Postgres table or a chroma server would implement the
-same methods.
-"""
+"""What the memory zones (vectors, facts, skills in `store.py`) take in and hand out."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
-
-from briefroom.memory.namespace import Namespace, Scope
 
 
 @dataclass(frozen=True)
@@ -35,25 +27,3 @@ class FactRow:
     source_ids: tuple[str, ...]
     confirmed_by: tuple[str, ...]
     run_id: str
-
-
-class VectorZone(Protocol):
-    def put_memory(self, ns: Namespace, kind: str, text: str, provenance: dict, importance: float,
-                   key: str | None = None) -> str: ...
-
-    def recall(self, query: str, ns: Namespace, scope: Scope, k: int, threshold: float) -> list[Recalled]: ...
-
-
-class FactZone(Protocol):
-    def put_fact(self, ns: Namespace, row: FactRow) -> tuple[str, str, str]: ...
-
-    def facts_about(self, entity: str, ns: Namespace, scope: Scope) -> list[dict]: ...
-
-    def find_facts(self, query: str, ns: Namespace, scope: Scope, k: int, threshold: float) -> list[Recalled]: ...
-
-
-class SkillZone(Protocol):
-    def put_skill(self, ns: Namespace, name: str, applies_when: str, steps: list[str],
-                  evaluated_by: list[str]) -> tuple[str, str]: ...
-
-    def record_use(self, skill_id: str, ns: Namespace, success: bool) -> str: ...

@@ -19,6 +19,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import IO
 
 from briefroom.errors import ConfigError, EngineeringFailure
 
@@ -69,7 +70,7 @@ class EmbeddedServer:
         self.port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._last_proc: subprocess.Popen[bytes] | None = None
-        self._log = None
+        self._log: IO[bytes] | int | None = None
 
     @property
     def base_url(self) -> str:

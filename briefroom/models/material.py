@@ -12,8 +12,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from briefroom.protocol.context import DATA_BLOCK
-from briefroom.protocol.summarizer import numbers_in, sentences
+from briefroom.protocol.extraction import numbers_in, sentences
+from briefroom.protocol.prompt_assembly import DATA_BLOCK
 
 _INLINE_BLOCK = re.compile(r"\n?" + DATA_BLOCK.pattern, re.S)
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
@@ -60,8 +60,10 @@ class Material:
             elif kind in ("passage", "source", "fact"):
                 ref = attrs.get("source") or attrs.get("id", "")
                 records.extend(Record(s, (ref,), kind) for s in sentences(body))
-        seen: set[str] = set()
-        unique = [r for r in records if not (r.text in seen or seen.add(r.text))]
+        first: dict[str, Record] = {}
+        for record in records:
+            first.setdefault(record.text, record)
+        unique = list(first.values())
         return cls(goal=goal, task=task, records=unique, _pointers=re.findall(r"art:[0-9a-f]{16}", prompt))
 
     def ranked(self) -> list[Record]:

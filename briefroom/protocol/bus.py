@@ -5,6 +5,13 @@ builds a routing table from them; nobody hard-codes "the critic reads conclusion
 A message reaches a role when the role subscribes to its type (and sender) and the
 message is addressed to that role or to everyone. A message nobody subscribes to is a
 bug in the sender, so publishing it fails loudly.
+
+Senders never name another role. They address a *capability* ("plan", "search",
+"draft", "check"), which the bus resolves to the one role declaring it, or everyone.
+A role may also *guard* a message type: every message of that type then goes to the
+guard alone, and its subscribers see only what the guard forwards. That is how a
+role changes the flow (a fact-checker between the Searcher and the Writer) without
+any other role knowing it exists.
 """
 
 from __future__ import annotations
@@ -112,9 +119,25 @@ class Bus:
     """Routing table built from each role's subscriptions and publications."""
 
     def __init__(self, subscriptions: dict[str, Sequence[Subscription]],
-                 publications: dict[str, Iterable[MsgType]]):
+                 publications: dict[str, Iterable[MsgType]],
+                 capabilities: dict[str, Iterable[str]] | None = None,
+                 guards: dict[str, Iterable[MsgType]] | None = None):
         self._subscriptions = {role: tuple(subs) for role, subs in subscriptions.items()}
         self._publications = {role: frozenset(types) for role, types in publications.items()}
+        self._holders: dict[str, str] = {}  # capability -> the role declaring it
+        for role, names in (capabilities or {}).items():
+            for name in names:
+                if name in self._holders:
+                    raise RoutingError(f"capability {name!r} is declared by both {self._holders[name]!r} "
+                                       f"and {role!r}; a capability must name one role")
+                self._holders[name] = role
+        self._guards: dict[MsgType, str] = {}  # message type -> the role that must pass it first
+        for role, types in (guards or {}).items():
+            for msg_type in types:
+                if msg_type in self._guards:
+                    raise RoutingError(f"{msg_type.value!r} messages are guarded by both "
+                                       f"{self._guards[msg_type]!r} and {role!r}")
+                self._guards[msg_type] = role
         # Messages are immutable and the table fixed for a run: route each message once,
         # and remember which ids have been superseded by a routed message.
         self._routes: dict[str, tuple[str, ...]] = {}
@@ -124,6 +147,19 @@ class Bus:
     @property
     def roles(self) -> tuple[str, ...]:
         return tuple(self._subscriptions)
+
+    def address(self, capability: str | None) -> str:
+        """The receiver for a message meant for whoever has `capability` (None: everyone)."""
+        if capability is None:
+            return BROADCAST
+        role = self._holders.get(capability)
+        if role is None:
+            raise RoutingError(f"no role in this run declares the capability {capability!r}")
+        return role
+
+    def guard_of(self, msg_type: MsgType) -> str | None:
+        """The role every message of this type must pass first, if any."""
+        return self._guards.get(msg_type)
 
     def recipients(self, message: AgentMessage) -> tuple[str, ...]:
         """Roles this message is routed to (never its sender)."""
@@ -138,6 +174,9 @@ class Bus:
         return cached
 
     def _route(self, message: AgentMessage) -> tuple[str, ...]:
+        guard = self._guards.get(message.header.msg_type)
+        if guard is not None and message.header.sender != guard:
+            return (guard,)  # held until the guard forwards it
         receiver = message.header.receiver
         out = []
         for role, subs in self._subscriptions.items():

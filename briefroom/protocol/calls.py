@@ -90,6 +90,6 @@ def check_pairing(messages: list) -> None:
         if open_calls:
             raise PairingError(f"tool call(s) {', '.join(sorted(open_calls))} were not answered")
         if isinstance(message, AIMessage):
-            open_calls = {c["id"] for c in message.tool_calls if c.get("id")}
+            open_calls = {c["id"] for c in message.tool_calls if c["id"]}
     if open_calls:
         raise PairingError(f"tool call(s) {', '.join(sorted(open_calls))} were not answered")

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from briefroom.protocol.artifacts import ArtifactStore, summarize
 from briefroom.protocol.budget import TokenCounter
-from briefroom.protocol.context import mark_data
+from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.protocol.tools import ToolOutcome
 
 
@@ -36,8 +36,8 @@ def envelope(outcome: ToolOutcome, counter: TokenCounter, max_tokens: int = 1200
     payload = outcome.result.model_dump() if outcome.result is not None else outcome.error
     fallback = outcome.fallback
     if fallback is not None:  # the model sees why the tool failed and what ran instead
-        payload = {**(payload or {}), "fallback_result": fallback.result.model_dump() if fallback.ok
-                   else fallback.error}
+        payload = {**(payload or {}), "fallback_result": fallback.result.model_dump()
+                                    if fallback.ok and fallback.result is not None else fallback.error}
     raw = json.dumps(payload, ensure_ascii=False, indent=1)
     pointer = None
     shown = raw

@@ -1,27 +1,29 @@
 """AgentMessage: the one structured unit on the whiteboard.
 
 A message has a header (who, to whom, what kind, what it answers or replaces), a body
-(content, structured data, source references) and metadata (lifetime, priority). Roles
-never pass free text to each other outside this shape.
+(content, a typed payload per message type from `payloads.py`, source references) and
+metadata (lifetime, priority). Roles never pass free text or loose dictionaries to each
+other outside this shape.
 """
 
 from __future__ import annotations
 
 import hashlib
 from enum import Enum
-from typing import Any
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from briefroom.protocol.payloads import AnyPayload, Conclusion, Instruction, Payload, PayloadModel
+
 BROADCAST = "broadcast"
+P = TypeVar("P", bound=PayloadModel)
 
 
 class MsgType(str, Enum):
     INSTRUCTION = "instruction"
     CONCLUSION = "conclusion"
-    QUESTION = "question"
     REPORT = "report"
-    TOOL_RESULT = "tool_result"
     CRITIQUE = "critique"
 
 
@@ -32,11 +34,6 @@ class Priority(str, Enum):
     P1 = "P1"
     P2 = "P2"
     P3 = "P3"
-
-
-class ArchivePolicy(str, Enum):
-    ARCHIVE = "archive"  # keep in the run log after expiry
-    DISCARD = "discard"  # nothing worth keeping (chatter)
 
 
 class Header(BaseModel):
@@ -56,7 +53,7 @@ class Body(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     content: str
-    structured_data: dict[str, Any] = Field(default_factory=dict)
+    payload: Payload
     references: tuple[str, ...] = Field(default=(), description="source ids backing the content")
 
 
@@ -65,7 +62,6 @@ class Metadata(BaseModel):
 
     ttl_rounds: int = Field(default=2, ge=1)
     priority: Priority = Priority.P2
-    archive_policy: ArchivePolicy = ArchivePolicy.ARCHIVE
 
 
 class AgentMessage(BaseModel):
@@ -78,6 +74,12 @@ class AgentMessage(BaseModel):
     @property
     def msg_id(self) -> str:
         return self.header.msg_id
+
+    def payload_as(self, kind: type[P]) -> P:
+        """The payload as `kind`; a message of another type is a bug in the reader."""
+        if not isinstance(self.body.payload, kind):
+            raise TypeError(f"message {self.msg_id} is a {self.header.msg_type.value}, not a {kind.__name__}")
+        return self.body.payload
 
     def expired(self, current_round: int) -> bool:
         """A message published in round r with ttl t is live in rounds r .. r+t-1."""
@@ -93,7 +95,7 @@ def make_message(
     seq: int,
     receiver: str = BROADCAST,
     references: tuple[str, ...] | list[str] = (),
-    structured_data: dict[str, Any] | None = None,
+    payload: AnyPayload | None = None,
     relation: str | None = None,
     supersedes: str | None = None,
     ttl_rounds: int = 2,
@@ -115,5 +117,15 @@ def make_message(
         relation=relation,
         supersedes=supersedes,
     )
-    body = Body(content=content, structured_data=structured_data or {}, references=tuple(references))
+    if payload is None:
+        if msg_type not in _PAYLOAD_OF:
+            raise ValueError(f"a {msg_type.value} message needs its payload (see briefroom/protocol/payloads.py)")
+        payload = _PAYLOAD_OF[msg_type]()
+    if payload.type != msg_type.value:
+        raise ValueError(f"a {msg_type.value} message cannot carry a {payload.type} payload")
+    body = Body(content=content, payload=payload, references=tuple(references))
     return AgentMessage(header=header, body=body, metadata=Metadata(ttl_rounds=ttl_rounds, priority=priority))
+
+
+# The payload a message of each type carries when its sender adds nothing.
+_PAYLOAD_OF: dict[MsgType, type[Instruction] | type[Conclusion]] = {MsgType.INSTRUCTION: Instruction, MsgType.CONCLUSION: Conclusion}

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from briefroom.graph.state import Fact
-from briefroom.protocol.summarizer import content_words, numbers_in, sentences
+from briefroom.protocol.extraction import content_words, numbers_in, sentences
+from briefroom.records import Fact
 from briefroom.report.draft import Claim, ReportDraft, strip_attribution
 from briefroom.report.language import LABELS, labels
 

@@ -12,7 +12,7 @@ import re
 from pydantic import BaseModel, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from briefroom.graph.state import SourceRecord
+from briefroom.records import SourceRecord
 
 # "- “quote” [2] — *Who says it*": the attribution after a citation is a label, not a claim.
 _ATTRIBUTION = re.compile(r"(\]\s*)\s—\s\*[^*]+\*\s*$")
@@ -91,7 +91,11 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
     written: set[str] = set()
     for section in draft.sections:
         # Models repeat themselves; a claim already made is not made again.
-        fresh = [c for c in section.claims if c.text.strip() not in written and not written.add(c.text.strip())]
+        fresh = []
+        for claim in section.claims:
+            if claim.text.strip() not in written:
+                written.add(claim.text.strip())
+                fresh.append(claim)
         if not fresh:
             continue
         lines += [f"## {section.heading.strip()}", ""]

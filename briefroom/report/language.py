@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from briefroom.protocol.summarizer import is_cjk
+from briefroom.protocol.extraction import is_cjk
 
 LABELS: dict[str, dict[str, str]] = {
     "en": {

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from briefroom.graph.state import Fact
-from briefroom.protocol.summarizer import content_words, numbers_in, relevance, stemmed_words
+from briefroom.protocol.extraction import content_words, numbers_in, relevance, stemmed_words
+from briefroom.records import Fact
 from briefroom.report.draft import Claim, DraftSection, ReportDraft, WriterDraft
 from briefroom.report.language import heading_for, labels, language_of, question_parts
 

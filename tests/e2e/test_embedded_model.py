@@ -6,13 +6,13 @@ a report whose every citation resolves and whose every number is in a cited sour
 
 from __future__ import annotations
 
-import json
 import socket
 
 import pytest
 
 from briefroom.config import Settings
 from briefroom.corpus.documents import load_corpus
+from briefroom.events import LlmCall, ModelServer, read_events
 from briefroom.report.checks import markdown_problems
 from briefroom.run import ResearchRequest, run_research
 from tests.conftest import SCENARIOS
@@ -30,13 +30,12 @@ def test_embedded_model_writes_a_verified_report(tmp_path, data_dir):
     texts = {d.source_id: d.text for d in load_corpus(corpus)}
     assert markdown_problems(report, texts) == []
     assert "## Sources" in report and "[1]" in report
-    calls = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()
-             if json.loads(line)["event"] == "llm_call"]
-    assert calls and all(c["provider"] == "embedded" for c in calls)
+    events = read_events(out / "run.jsonl")
+    calls = [e for e in events if isinstance(e, LlmCall)]
+    assert calls and all(c.provider == "embedded" for c in calls)
     assert result.state["report"].accepted
     # the CLI-owned server was stopped: nothing listens on its port any more
-    events = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()]
-    url = next(e["base_url"] for e in events if e["event"] == "model_server")
+    url = next(e.base_url for e in events if isinstance(e, ModelServer))
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from typer.testing import CliRunner
 
 from briefroom.cli import app
+from briefroom.events import ErrorEvent, RunStart, read_events
 from briefroom.models.embedded import free_port
 
 pytestmark = pytest.mark.e2e
@@ -22,6 +21,6 @@ def test_dead_endpoint_fails_cleanly(small_corpus, data_dir, tmp_path):
     assert result.exit_code == 1
     assert "openai model 'some-model' failed for planner" in result.output
     assert "Traceback" not in result.output
-    events = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()]
-    assert events[0]["event"] == "run_start" and events[-1]["event"] == "error"
+    events = read_events(out / "run.jsonl")
+    assert isinstance(events[0], RunStart) and isinstance(events[-1], ErrorEvent)
     assert (out / "charter.json").is_file()

@@ -8,7 +8,6 @@ Python gets to clean up: whatever is on disk at that moment is all the resume ha
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import subprocess
@@ -18,6 +17,19 @@ from pathlib import Path
 
 import pytest
 
+from briefroom.events import (
+    Event,
+    LlmCall,
+    MemoryRead,
+    MemoryWrite,
+    Models,
+    RunResume,
+    ToolCall,
+    ToolResult,
+    TurnEvent,
+    read_events,
+    round_of,
+)
 from tests.conftest import SCENARIOS
 
 pytestmark = pytest.mark.e2e
@@ -37,10 +49,15 @@ def briefroom(*args: str, crash: str | None = None, env: dict | None = None) -> 
 def story(run_dir: Path) -> list[tuple]:
     """The run log as what happened, without per-process lines (resume notes, model
     handles) and without timings: two runs that did the same work tell the same story."""
-    log = [json.loads(line) for line in (run_dir / "run.jsonl").read_text().splitlines()]
-    assert [e["seq"] for e in log] == list(range(1, len(log) + 1)), "a gap or a repeated line in the log"
-    return [(e["event"], e.get("agent"), e.get("round"), e.get("tool"), e.get("purpose"))
-            for e in log if e["event"] not in ("run_resume", "models")]
+    log = read_events(run_dir / "run.jsonl")
+    assert [e.seq for e in log] == list(range(1, len(log) + 1)), "a gap or a repeated line in the log"
+    return [_told(e) for e in log if not isinstance(e, (RunResume, Models))]
+
+
+def _told(e: Event) -> tuple:
+    """kind, agent, round, tool, purpose (None where the kind has none)."""
+    return (e.event, e.agent if isinstance(e, (TurnEvent, MemoryRead)) else None, round_of(e),
+            e.tool if isinstance(e, (ToolCall, ToolResult)) else None, e.purpose if isinstance(e, LlmCall) else None)
 
 
 def checkpoints(run_dir: Path) -> int:
@@ -72,8 +89,8 @@ def test_replay_killed_at_every_node_boundary_and_mid_node_resumes_to_the_same_r
             found.append((crash, "report differs"))
         if story(run) != reference_story:
             found.append((crash, "run log differs from an uninterrupted run"))
-        resume = [json.loads(line) for line in (run / "run.jsonl").read_text().splitlines() if '"run_resume"' in line]
-        if crash.startswith("llm_call") and not resume[0]["moved_lines"]:
+        resume = [e for e in read_events(run / "run.jsonl") if isinstance(e, RunResume)]
+        if crash.startswith("llm_call") and not resume[0].moved_lines:
             found.append((crash, "the kill was not mid-node: nothing of the interrupted step was moved aside"))
         return found
 
@@ -111,11 +128,9 @@ def test_a_run_killed_inside_its_memory_writes_or_after_its_graph_writes_memory_
         assert again.returncode == 0
         assert memory_rows(tmp_path / f"data-{user}") == expected, crash
         assert (run / "report.md").read_bytes() == (tmp_path / "clean" / "report.md").read_bytes()
-        writes = [e for e in map(json.loads, (run / "run.jsonl").read_text().splitlines())
-                  if e["event"] == "memory_write"]
-        clean_writes = [e for e in map(json.loads, (tmp_path / "clean" / "run.jsonl").read_text().splitlines())
-                        if e["event"] == "memory_write"]
-        assert [(w["kind"], w["action"]) for w in writes] == [(w["kind"], w["action"]) for w in clean_writes]
+        writes = [e for e in read_events(run / "run.jsonl") if isinstance(e, MemoryWrite)]
+        clean_writes = [e for e in read_events(tmp_path / "clean" / "run.jsonl") if isinstance(e, MemoryWrite)]
+        assert [(w.kind, w.action) for w in writes] == [(w.kind, w.action) for w in clean_writes]
 
 
 def test_a_dead_endpoint_stops_the_run_with_one_line_and_resume_finishes_it(tmp_path, data_dir):

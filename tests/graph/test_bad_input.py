@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 from briefroom.config import Settings
+from briefroom.events import Index, read_events
 from briefroom.run import ResearchRequest, run_research
 
 
@@ -18,10 +17,9 @@ def test_binary_and_broken_files_are_skipped_and_the_run_answers_from_the_rest(t
     out = tmp_path / "run"
     run_research(ResearchRequest(question="How fast did public cloud spending grow in 2026?", corpus=[corpus], out=out),
                  Settings(model="test", rounds=1, data_dir=data_dir))
-    events = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()]
-    index = next(e for e in events if e["event"] == "index")
-    assert index["documents"] == 2
-    assert {s["path"].rsplit("/", 1)[1] for s in index["skipped"]} == {"program.md", "scan.pdf"}
+    index = next(e for e in read_events(out / "run.jsonl") if isinstance(e, Index))
+    assert index.documents == 2
+    assert {s.path.rsplit("/", 1)[1] for s in index.skipped} == {"program.md", "scan.pdf"}
     report = (out / "report.md").read_bytes()
     assert b"\x00" not in report and "\ufffd".encode() not in report
     assert "program.md" not in report.decode() and "scan.pdf" not in report.decode()
@@ -87,7 +85,6 @@ def test_any_corpus_and_question_end_in_a_report_or_one_clear_error(tmp_path_fac
         return
     report = (out / "report.md").read_text(encoding="utf-8")
     assert not any(ch in report for ch in "\x00\ufffd"), report[:500]
-    for line in (out / "run.jsonl").read_text(encoding="utf-8").splitlines():
-        json.loads(line)  # the log is readable afterwards
+    assert read_events(out / "run.jsonl")  # the log is readable afterwards: every line an event
     stored = b"".join(p.read_bytes() for p in (data / "memory").rglob("memory.sqlite"))
     assert "\ufffd".encode() not in stored

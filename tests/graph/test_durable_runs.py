@@ -14,6 +14,17 @@ from briefroom import runs
 from briefroom.cli import app
 from briefroom.config import Settings
 from briefroom.errors import FatalBreaker
+from briefroom.events import (
+    Event,
+    LlmCall,
+    RunEnd,
+    RunPaused,
+    RunRestart,
+    RunResume,
+    RunStart,
+    parse_event,
+    read_events,
+)
 from briefroom.run import ResearchRequest, resume_research, run_research
 from tests.conftest import SCENARIOS
 
@@ -38,21 +49,21 @@ def step(turn):
 
 ROLE = Role(name="latecomer", prompt=Path(__file__).with_name("latecomer.md"),
             subscriptions=(Subscription(msg_type=MsgType.CONCLUSION, senders=("searcher",)),),
-            publications=(MsgType.CONCLUSION,), output_schema=None, step=step, order=90)
+            publications=(MsgType.CONCLUSION,), step=step, order=90)
 '''
 
 
-def events(run_dir, name="run.jsonl"):
+def events(run_dir, name="run.jsonl") -> list[Event]:
     path = run_dir / name
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    return read_events(path) if path.is_file() else []
 
 
 def assert_log_is_one_story(run_dir):
     """Every event once: seq runs 1..n with no gap or repeat, one run_start, one run_end."""
     log = events(run_dir)
-    assert [e["seq"] for e in log] == list(range(1, len(log) + 1))
-    assert sum(e["event"] == "run_start" for e in log) == 1
-    assert sum(e["event"] == "run_end" for e in log) == 1 and log[-1]["event"] == "run_end"
+    assert [e.seq for e in log] == list(range(1, len(log) + 1))
+    assert sum(isinstance(e, RunStart) for e in log) == 1
+    assert sum(isinstance(e, RunEnd) for e in log) == 1 and isinstance(log[-1], RunEnd)
     return log
 
 
@@ -72,21 +83,21 @@ def test_a_run_stopped_by_its_budget_resumes_with_a_larger_one_and_loses_nothing
     record = runs.load(out)
     assert record.status == "failed" and "budget" in record.error
     before = events(out)
-    calls_before = [e for e in before if e["event"] == "llm_call"]
+    calls_before = [e for e in before if isinstance(e, LlmCall)]
     assert calls_before  # work was done before the stop
 
     result = resume_research(out, {"max_tokens": 200_000})
     assert result.report and (out / "report.md").read_text() == result.report
     assert runs.load(out).status == "done" and runs.load(out).settings["max_tokens"] == 200_000
     log = assert_log_is_one_story(out)
-    resume = next(e for e in log if e["event"] == "run_resume")
-    assert resume["after"]["event"] == "error" and resume["after"]["kind"] == "FatalBreaker"
+    resume = next(e for e in log if isinstance(e, RunResume))
+    assert resume.after.event == "error" and resume.after.kind == "FatalBreaker"
     # what was done before the stop is still there, in order, and was not done again
     assert log[:len(calls_before)] == before[:len(calls_before)]
-    assert [e["seq"] for e in log if e["event"] == "llm_call"][:len(calls_before)] == \
-        [e["seq"] for e in calls_before]
+    assert [e.seq for e in log if isinstance(e, LlmCall)][:len(calls_before)] == \
+        [e.seq for e in calls_before]
     # the ledger carried the tokens over: the resumed run knows what it had spent
-    assert resume["seq"] > calls_before[-1]["seq"]
+    assert resume.seq > calls_before[-1].seq
 
 
 def test_ctrl_c_checkpoints_prints_the_resume_command_and_resume_finishes(small_corpus, data_dir, tmp_path,
@@ -108,7 +119,7 @@ def test_ctrl_c_checkpoints_prints_the_resume_command_and_resume_finishes(small_
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["status"] == "done"
     log = assert_log_is_one_story(out)
-    assert next(e for e in log if e["event"] == "run_resume")["after"]["event"] == "interrupted"
+    assert next(e for e in log if isinstance(e, RunResume)).after.event == "interrupted"
     again = runner.invoke(app, ["resume", str(out)])
     assert again.exit_code == 0 and "already complete" in again.output
 
@@ -126,13 +137,13 @@ def test_replay_until_a_round_then_a_live_model_continues(small_corpus, data_dir
                                  "--data-dir", str(data_dir), "--json", "-q"])
     assert result.exit_code == 0, result.output
     log = assert_log_is_one_story(out)
-    providers = {(e["round"], e["provider"]) for e in log if e["event"] == "llm_call"}
+    providers = {(e.round, e.provider) for e in log if isinstance(e, LlmCall)}
     assert providers == {(1, "replay"), (2, "test")}  # round 1 from the cassette, round 2 live
     # the live model is the deterministic one that recorded: the report is the recorded one
     assert (out / "report.md").read_text() == (scenario / "report.md").read_text()
     assert runs.load(out).scenario is None and runs.load(out).status == "done"
-    paused = [e for e in events(out, "run.interrupted.jsonl") if e["event"] == "run_paused"]
-    assert paused and next(e for e in log if e["event"] == "run_resume")["after"]["event"] == "run_paused"
+    paused = [e for e in events(out, "run.interrupted.jsonl") if isinstance(e, RunPaused)]
+    assert paused and next(e for e in log if isinstance(e, RunResume)).after.event == "run_paused"
 
     bad = runner.invoke(app, ["replay", str(scenario), "--until-round", "1", "--check"])
     assert bad.exit_code == 1 and "--check" in bad.output
@@ -237,7 +248,7 @@ def test_resume_sets_a_torn_or_garbled_log_tail_aside_and_the_log_stays_readable
         log_path.write_bytes(data + b"\xff\xfe\x00garbage\n")
     resume_research(out, {"max_tokens": 200_000})
     assert runs.load(out).status == "done"
-    log = [json.loads(line) for line in log_path.read_text().splitlines()]  # every line is JSON again
+    log = [parse_event(json.loads(line)) for line in log_path.read_text().splitlines()]  # every line an event again
     assert log == load_events(out)
     aside = (out / "run.interrupted.jsonl").read_text(encoding="utf-8", errors="replace")
     assert (lines[5][:17].decode() if damage == "torn" else "garbage") in aside
@@ -254,6 +265,6 @@ def test_resume_without_checkpoints_says_it_starts_over(small_corpus, data_dir, 
     lines: list[str] = []
     resume_research(out, {"max_tokens": 200_000}, progress=lambda p: lines.append(p.step))
     assert runs.load(out).status == "done"
-    restart = next(e for e in events(out) if e["event"] == "run_restart")
-    assert "checkpoints.sqlite is missing" in restart["reason"] and restart["moved_lines"] > 0
+    restart = next(e for e in events(out) if isinstance(e, RunRestart))
+    assert "checkpoints.sqlite is missing" in restart.reason and restart.moved_lines > 0
     assert any(line.startswith("starting over (checkpoints.sqlite is missing)") for line in lines)

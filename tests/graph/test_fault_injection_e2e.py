@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from briefroom.config import Settings
+from briefroom.events import Fallback, RunEnd, ToolResult, read_events
 from briefroom.report.checks import markdown_problems
 from briefroom.run import ResearchRequest, run_research
 from tests.faulty_tools import faulty_search
@@ -20,16 +19,16 @@ def test_run_survives_a_faulty_search_tool(mode, small_corpus, data_dir, tmp_pat
     result = run_research(ResearchRequest(question="How big is the 2026 public cloud market?", corpus=[small_corpus],
                                           out=out, tools={"local_search": faulty_search(mode)}),
                           Settings(model="test", rounds=1, data_dir=data_dir))
-    events = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()]
-    results = [e for e in events if e["event"] == "tool_result" and e["tool"] == "local_search"]
+    events = read_events(out / "run.jsonl")
+    results = [e for e in events if isinstance(e, ToolResult) and e.tool == "local_search"]
     report = (out / "report.md").read_text()
-    assert result.state["report"].accepted and events[-1]["event"] == "run_end"
+    assert result.state["report"].accepted and isinstance(events[-1], RunEnd)
     if mode in ("raise", "timeout", "garbage", "not_found"):
-        assert results and all(not r["ok"] for r in results)
-        assert any(e["event"] == "fallback" for e in events)
+        assert results and all(not r.ok for r in results)
+        assert any(isinstance(e, Fallback) for e in events)
         assert "[1]" not in report.split("## Sources")[0]  # nothing to cite, and nothing is cited
     else:
-        assert any(r["ok"] for r in results)
+        assert any(r.ok for r in results)
     texts = {"S0000abcd": "Cloud spending grew 21% in 2026."}
     assert [p for p in markdown_problems(report, texts) if p.kind == "unresolved_citation"] == [] or mode != "huge"
     blob = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())

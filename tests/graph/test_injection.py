@@ -9,7 +9,8 @@ import unicodedata
 import pytest
 
 from briefroom.config import Settings
-from briefroom.protocol.context import DATA_BLOCK
+from briefroom.events import LlmCall, ToolCall, read_events
+from briefroom.protocol.prompt_assembly import DATA_BLOCK
 from briefroom.run import ResearchRequest, run_research
 from tests.injection_payloads import FORGED_BLOCKS, PAYLOADS
 
@@ -43,17 +44,18 @@ def test_payloads_arrive_only_as_data_and_change_nothing(tmp_path, data_dir, con
     run_research(ResearchRequest(question="How fast did public cloud spending grow in 2026?", corpus=[corpus], out=out),
                  Settings(model="test", rounds=1, data_dir=data_dir, context=context))
     charter = json.loads((out / "charter.json").read_text())
-    events = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()]
+    events = read_events(out / "run.jsonl")
     delivered = set()
-    calls = [e for e in events if e["event"] == "llm_call"]
+    calls = [e for e in events if isinstance(e, LlmCall)]
     assert calls
     for call in calls:
-        system = call["messages"][0]["content"]
-        assert f"Goal: {charter['goal']}" in system  # the charter is unchanged in every prompt
-        for message in call["messages"]:
-            if message["type"] == "ai":
+        system = call.messages[0].content
+        assert isinstance(system, str) and f"Goal: {charter['goal']}" in system  # the charter, unchanged, in every prompt
+        for message in call.messages:
+            if message.type == "ai":
                 continue  # the model's own reply, not text put before it
-            text = message["content"]
+            text = message.content
+            assert isinstance(text, str)
             blocks = DATA_BLOCK.findall(text)
             outside = DATA_BLOCK.sub("", text)
             # every opening or closing a prompt holds is a real block's: none forged, none closed early
@@ -66,7 +68,7 @@ def test_payloads_arrive_only_as_data_and_change_nothing(tmp_path, data_dir, con
                     assert piece in inside and piece not in outside, f"payload outside a data block: {payload!r}"
     assert len(delivered) >= 24  # the test is only meaningful if the payloads did reach prompts
     assert set(FORGED_BLOCKS) <= delivered
-    for call in (e for e in events if e["event"] == "tool_call"):
-        args = json.dumps(call["args"])
+    for call in (e for e in events if isinstance(e, ToolCall)):
+        args = json.dumps(call.args)
         assert not any(p[:30] in args for p in PLANTED), args
     assert charter["goal"] == "How fast did public cloud spending grow in 2026?"

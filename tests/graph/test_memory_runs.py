@@ -8,14 +8,15 @@ from typer.testing import CliRunner
 
 from briefroom.cli import app
 from briefroom.config import Settings
+from briefroom.events import Event, LlmCall, MemoryRead, MemoryWrite, ToolCall, ToolResult, read_events
 from briefroom.run import ResearchRequest, run_research
 
 QUESTION = "How big is the 2026 public cloud market and who grows fastest?"
 runner = CliRunner()
 
 
-def events(run_dir):
-    return [json.loads(line) for line in (run_dir / "run.jsonl").read_text().splitlines()]
+def events(run_dir) -> list[Event]:
+    return read_events(run_dir / "run.jsonl")
 
 
 def test_second_run_recalls_verified_memory_and_a_no_memory_run_does_not(small_corpus, tmp_path):
@@ -23,30 +24,30 @@ def test_second_run_recalls_verified_memory_and_a_no_memory_run_does_not(small_c
     settings = Settings(model="test", rounds=1, data_dir=data, user="alice", session="s1")
     run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "r1"), settings)
     first = events(tmp_path / "r1")
-    assert next(e for e in first if e["event"] == "memory_read")["items"] == []
-    written = [e for e in first if e["event"] == "memory_write" and e["accepted"]]
-    assert {e["zone"] for e in written} == {"fact", "vector", "skill"}
+    assert next(e for e in first if isinstance(e, MemoryRead)).items == []
+    written = [e for e in first if isinstance(e, MemoryWrite) and e.accepted]
+    assert {e.zone for e in written} == {"fact", "vector", "skill"}
 
     run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "r2"), settings)
     second = events(tmp_path / "r2")
-    read = next(e for e in second if e["event"] == "memory_read")
-    assert {i["zone"] for i in read["items"]} >= {"vector", "skill"}
-    planner = next(e for e in second if e["event"] == "llm_call" and e["agent"] == "planner")
-    prompt = json.dumps(planner["messages"])
+    read = next(e for e in second if isinstance(e, MemoryRead))
+    assert {i.zone for i in read.items} >= {"vector", "skill"}
+    planner = next(e for e in second if isinstance(e, LlmCall) and e.agent == "planner")
+    prompt = json.dumps([m.model_dump(mode="json", exclude_unset=True) for m in planner.messages])
     assert "## Memory (from earlier runs)" in prompt and 'kind=\\"memory\\"' in prompt
     assert "r1" in prompt  # provenance: the run it came from
-    others = [e for e in second if e["event"] == "llm_call" and e["agent"] != "planner"]
-    assert all(e["sections"]["memory"] == 0 for e in others)  # only the Planner reads at task start
-    uses = [e for e in second if e["event"] == "memory_write" and e["kind"] == "skill_use"]
-    assert uses and uses[0]["action"] == "success"
+    others = [e for e in second if isinstance(e, LlmCall) and e.agent != "planner"]
+    assert others and all(e.sections["memory"] == 0 for e in others)  # only the Planner reads at task start
+    uses = [e for e in second if isinstance(e, MemoryWrite) and e.kind == "skill_use"]
+    assert uses and uses[0].action == "success"
 
     # another user sees none of it; --no-memory neither reads nor writes
     run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "r3"),
                  settings.model_copy(update={"user": "bob"}))
-    assert next(e for e in events(tmp_path / "r3") if e["event"] == "memory_read")["items"] == []
+    assert next(e for e in events(tmp_path / "r3") if isinstance(e, MemoryRead)).items == []
     run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "r4"),
                  settings.model_copy(update={"memory": False}))
-    assert not [e for e in events(tmp_path / "r4") if e["event"].startswith("memory")]
+    assert not [e for e in events(tmp_path / "r4") if e.event.startswith("memory")]
 
 
 def test_memory_cli_lists_shows_exports_and_forgets(small_corpus, tmp_path):
@@ -94,7 +95,7 @@ def step(turn):
 
 ROLE = Role(name="recaller", prompt=Path(__file__).with_name("recaller.md"),
             subscriptions=(Subscription(msg_type=MsgType.CONCLUSION, senders=("searcher",)),),
-            publications=(), output_schema=None, step=step, order=35, tools=("recall_memory",))
+            publications=(), step=step, order=35, tools=("recall_memory",))
 '''
 
 
@@ -108,15 +109,15 @@ def test_other_roles_read_memory_only_through_the_tool_they_declare(small_corpus
     result = run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "r2",
                                           roles_dirs=[roles]), settings)
     log = events(tmp_path / "r2")
-    calls = [e for e in log if e["event"] == "tool_call" and e["agent"] == "recaller"]
-    assert calls and {c["tool"] for c in calls} == {"recall_memory"}
-    results = [e for e in log if e["event"] == "tool_result" and e["agent"] == "recaller"]
-    assert all(r["ok"] for r in results)
+    calls = [e for e in log if isinstance(e, ToolCall) and e.agent == "recaller"]
+    assert calls and {c.tool for c in calls} == {"recall_memory"}
+    results = [e for e in log if isinstance(e, ToolResult) and e.agent == "recaller"]
+    assert results and all(r.ok for r in results)
     notes = result.state["worktables"]["recaller"].notes
     assert any(n.startswith("recalled ") and not n.startswith("recalled 0") for n in notes), notes
     # the memories reached the recaller as data inside its tool turn, never in its prompt's memory section
-    recaller_calls = [e for e in log if e["event"] == "llm_call" and e["agent"] == "recaller"]
-    assert all(c["sections"]["memory"] == 0 for c in recaller_calls)
+    recaller_calls = [e for e in log if isinstance(e, LlmCall) and e.agent == "recaller"]
+    assert recaller_calls and all(c.sections["memory"] == 0 for c in recaller_calls)
 
 
 def test_a_role_that_declares_the_memory_tool_also_runs_without_memory(small_corpus, tmp_path):

@@ -11,10 +11,13 @@ from langchain_core.messages import AIMessage
 
 from briefroom.config import Settings
 from briefroom.corpus.documents import load_corpus
+from briefroom.events import BusMessage, ContractErrorEvent, ErrorEvent, Event, LlmCall, read_events
 from briefroom.llm import ModelHandle, ModelPool
-from briefroom.protocol.context import DATA_BLOCK
+from briefroom.protocol.messages import MsgType
+from briefroom.protocol.prompt_assembly import DATA_BLOCK
 from briefroom.report.checks import markdown_problems
 from briefroom.run import ResearchRequest, run_research
+from briefroom.runs import load_sources
 from tests.fakes import ScriptedChatModel
 
 
@@ -37,8 +40,8 @@ def pool_of(scripts: dict[str, list]) -> tuple[ModelPool, dict[str, ScriptedChat
     return pool, models
 
 
-def events(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "run.jsonl").read_text().splitlines()]
+def events(run_dir: Path) -> list[Event]:
+    return read_events(run_dir / "run.jsonl")
 
 
 def test_full_round_with_scripted_models(small_corpus, data_dir, tmp_path):
@@ -89,19 +92,19 @@ def test_full_round_with_scripted_models(small_corpus, data_dir, tmp_path):
     texts = {d.source_id: d.text for d in load_corpus(small_corpus)}
     assert markdown_problems(report, texts) == []
     assert json.loads((out / "charter.json").read_text())["max_rounds"] == 1
-    assert market in json.loads((out / "sources.json").read_text())["cited"]
+    assert market in load_sources(out).cited
 
     log = events(out)
-    kinds = {e["event"] for e in log}
+    kinds = {e.event for e in log}
     assert {"llm_call", "bus_message", "tool_call", "tool_result", "round_end", "claim_rejected"} <= kinds
-    calls = [e for e in log if e["event"] == "llm_call"]
+    calls = [e for e in log if isinstance(e, LlmCall)]
     assert len(calls) == 7
     for call in calls:
-        assert {"charter", "task", "role"} <= set(call["sections"])
-        assert call["messages"][0]["content"].startswith("## Role")
+        assert {"charter", "task", "role"} <= set(call.sections)
+        assert isinstance(call.messages[0].content, str) and call.messages[0].content.startswith("## Role")
     # the paraphrased number never became a conclusion
-    conclusions = [e["message"]["body"]["content"] for e in log if e["event"] == "bus_message"
-                   and e["message"]["header"]["msg_type"] == "conclusion"]
+    conclusions = [e.message.body.content for e in log if isinstance(e, BusMessage)
+                   and e.message.header.msg_type is MsgType.CONCLUSION]
     assert conclusions and not any("71.2" in c for c in conclusions)
     # tool results are marked as data and routed back with their call id
     tool_prompt = models["searcher"].calls[1]["messages"]
@@ -113,13 +116,13 @@ def test_worktables_stay_private(small_corpus, data_dir, tmp_path):
     out = tmp_path / "run"
     run_research(ResearchRequest(question="How big is the 2026 public cloud market?", corpus=[small_corpus], out=out),
                  Settings(model="test", rounds=1, data_dir=data_dir))
-    calls = [e for e in events(out) if e["event"] == "llm_call"]
+    calls = [e for e in events(out) if isinstance(e, LlmCall)]
     planner_notes = "asked 1 question"
     for call in calls:
-        text = json.dumps(call["messages"])
-        if call["agent"] != "planner":
+        text = json.dumps([m.model_dump(mode="json") for m in call.messages])
+        if call.agent != "planner":
             assert planner_notes not in text
-    assert any(e["event"] == "llm_call" and e["agent"] == "writer" for e in events(out))
+    assert any(c.agent == "writer" for c in calls)
 
 
 FIFTH_ROLE = '''
@@ -136,7 +139,7 @@ def step(turn):
 
 ROLE = Role(name="factchecker", prompt=Path(__file__).with_name("factchecker.md"),
             subscriptions=(Subscription(msg_type=MsgType.CONCLUSION, senders=("searcher",)),),
-            publications=(), output_schema=None, step=step, order=35)
+            publications=(), step=step, order=35)
 '''
 
 
@@ -150,17 +153,17 @@ def test_fifth_role_from_one_file_gets_exactly_its_subscriptions(small_corpus, d
                                           corpus=[small_corpus], out=out, roles_dirs=[roles]),
                           Settings(model="test", rounds=2, data_dir=data_dir))
     log = events(out)
-    published = [e["message"] for e in log if e["event"] == "bus_message"]
-    expected = [m["header"]["msg_id"] for m in published
-                if m["header"]["msg_type"] == "conclusion" and m["header"]["sender"] == "searcher"]
+    published = [e.message for e in log if isinstance(e, BusMessage)]
+    expected = [m.header.msg_id for m in published
+                if m.header.msg_type is MsgType.CONCLUSION and m.header.sender == "searcher"]
     notes = result.state["worktables"]["factchecker"].notes
     received = [n.split()[1] for n in notes]
     assert expected and received == expected
     assert all(" conclusion from searcher" in n for n in notes)
     for event in log:
-        if event["event"] == "bus_message":
-            in_list = "factchecker" in event["recipients"]
-            assert in_list == (event["message"]["header"]["msg_id"] in expected)
+        if isinstance(event, BusMessage):
+            in_list = "factchecker" in event.recipients
+            assert in_list == (event.message.header.msg_id in expected)
     assert json.loads((out / "charter.json").read_text())["roles"] == ["planner", "searcher", "critic",
                                                                         "factchecker", "writer"]
 
@@ -176,8 +179,8 @@ def test_model_returning_garbage_stops_with_contract_error_and_keeps_the_log(sma
                                      models=pool), Settings(rounds=1, data_dir=data_dir))
     models["planner"].assert_done()
     log = events(out)
-    assert [e["attempt"] for e in log if e["event"] == "contract_error"] == [0, 1, 2]
-    assert log[-1]["event"] == "error" and log[-1]["kind"] == "ContractError"
+    assert [e.attempt for e in log if isinstance(e, ContractErrorEvent)] == [0, 1, 2]
+    assert isinstance(log[-1], ErrorEvent) and log[-1].kind == "ContractError"
     # the correction prompt tells the model what was wrong
     correction = models["planner"].calls[1]["messages"][-1].content
     assert "did not match the required output" in correction

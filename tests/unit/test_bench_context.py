@@ -33,8 +33,8 @@ def _writer_prompt(bench, sim, facts=None):
 
 
 def test_section_shares_from_settings_change_what_a_prompt_holds():
-    from briefroom.graph.state import Fact
     from briefroom.protocol.messages import MsgType, Priority
+    from briefroom.records import Fact
 
     bench = load()
     sim = bench.Simulation("layered")
@@ -53,7 +53,7 @@ def test_section_shares_from_settings_change_what_a_prompt_holds():
 
 
 def test_key_fact_is_recited_in_the_last_15_percent_and_the_charter_comes_first():
-    from briefroom.graph.state import Fact
+    from briefroom.records import Fact
 
     bench = load()
     sim = bench.Simulation("layered")

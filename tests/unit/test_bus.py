@@ -2,6 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.context import sample_payload
 from briefroom.graph.reducers import append_messages
 from briefroom.protocol.bus import Bus, RoutingError, Subscription
 from briefroom.protocol.messages import MsgType, make_message
@@ -26,7 +27,7 @@ def _bus():
 
 def m(sender, msg_type, seq, receiver="broadcast", supersedes=None):
     return make_message(sender=sender, msg_type=msg_type, content=f"{sender}-{seq}", round=1, seq=seq,
-                        receiver=receiver, supersedes=supersedes)
+                        receiver=receiver, supersedes=supersedes, payload=sample_payload(msg_type, "x"))
 
 
 def test_broadcast_reaches_every_subscriber_but_the_sender(bus):
@@ -90,7 +91,8 @@ def test_incremental_inbox_matches_a_full_scan_as_the_board_grows_and_shrinks(st
             # every seventh message supersedes the newest message on the board
             old = board[-1].msg_id if board and seq % 7 == 0 else None
             superseded.add(old)
-            message = make_message(sender=sender, msg_type=kind, content=f"m{seq}", round=1, seq=seq, supersedes=old)
+            message = make_message(sender=sender, msg_type=kind, content=f"m{seq}", round=1, seq=seq, supersedes=old,
+                                   payload=sample_payload(kind, f"m{seq}"))
             bus.check_publish(message)  # as Turn.publish does: routed when published
             board = append_messages(board, [message])
         if shrink:

@@ -4,7 +4,6 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from briefroom.graph.checkpoint import serializer
-from briefroom.graph.state import Charter
 from briefroom.models.cassette import (
     Cassette,
     CassetteChatModel,
@@ -12,6 +11,7 @@ from briefroom.models.cassette import (
     serialize_messages,
 )
 from briefroom.protocol.messages import MsgType, make_message
+from briefroom.records import Charter
 
 
 def test_cassette_replays_in_order_and_reports_divergence_as_a_diff(tmp_path):
@@ -65,7 +65,7 @@ def test_checkpoints_pass_through_redaction(tmp_path):
     from langgraph.checkpoint.base import empty_checkpoint
 
     from briefroom.graph.checkpoint import open_checkpointer
-    from briefroom.graph.state import Fact
+    from briefroom.records import Fact
     from tests.secret_samples import samples
 
     token = dict(samples())["github ghp_"]

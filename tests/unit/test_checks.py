@@ -1,5 +1,5 @@
-from briefroom.graph.state import Fact, SourceRecord
-from briefroom.protocol.summarizer import extract_facts, numbers_in
+from briefroom.protocol.extraction import extract_facts, numbers_in
+from briefroom.records import Fact, SourceRecord
 from briefroom.report.checks import claim_problems, markdown_problems, repair_draft
 from briefroom.report.draft import Claim, DraftSection, ReportDraft, render_markdown
 

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from briefroom.cli import app
+from briefroom.events import RunEnd, RunStart, read_events
 
 runner = CliRunner()
 
@@ -21,8 +22,8 @@ def test_research_with_test_provider_writes_run_directory(small_corpus, data_dir
     assert summary["models"] == ["briefroom TEST provider (deterministic, no language model)"]
     assert {p.name for p in out.iterdir()} >= {"report.md", "sources.json", "charter.json", "run.jsonl"}
     assert "TEST provider" in (out / "report.md").read_text()
-    for line in (out / "run.jsonl").read_text().splitlines():
-        assert "event" in json.loads(line)
+    log = read_events(out / "run.jsonl")  # every line is a valid event
+    assert isinstance(log[0], RunStart) and isinstance(log[-1], RunEnd)
 
 
 def test_missing_corpus_is_one_line_and_exit_1(tmp_path, data_dir):
@@ -96,7 +97,7 @@ def test_roles_lists_builtin_and_plugin_roles(tmp_path):
         "from briefroom.protocol.bus import Subscription\n"
         "from briefroom.protocol.messages import MsgType\n"
         "ROLE = Role(name='echo', prompt='planner.md', subscriptions=(Subscription(msg_type=MsgType.REPORT),),\n"
-        "            publications=(), output_schema=None, step=lambda turn: None, order=50, description='echoes')\n")
+        "            publications=(), step=lambda turn: None, order=50, description='echoes')\n")
     result = runner.invoke(app, ["roles", "--roles-dir", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
@@ -238,8 +239,8 @@ def test_run_end_records_what_the_run_spent_against_its_budget(tmp_path):
     result = runner.invoke(app, ["research", "How fast did cloud spending grow in 2026?", "--corpus", str(corpus),
                                  "--model", "test", "--out", str(out), "-q", "--no-memory"])
     assert result.exit_code == 0, result.output
-    end = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()][-1]
-    assert end["event"] == "run_end" and end["tokens_used"] > 0 and end["budget"] is None  # no budget set
+    end = read_events(out / "run.jsonl")[-1]
+    assert isinstance(end, RunEnd) and end.tokens_used > 0 and end.budget is None  # no budget set
 
 
 def test_a_damaged_store_file_is_named_with_what_to_do(tmp_path):

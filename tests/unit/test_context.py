@@ -4,8 +4,8 @@ import pytest
 
 from briefroom.errors import FatalBreaker
 from briefroom.protocol.budget import TokenCounter
-from briefroom.protocol.context import DATA_BLOCK, ContextBuilder, Item, Section, mark_data
 from briefroom.protocol.messages import Priority
+from briefroom.protocol.prompt_assembly import DATA_BLOCK, ContextBuilder, Item, Section, mark_data
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from briefroom.protocol.budget import TokenCounter
-from briefroom.protocol.context import ContextBuilder, Item, Section, mark_data
 from briefroom.protocol.messages import Priority
+from briefroom.protocol.prompt_assembly import ContextBuilder, Item, Section, mark_data
 
 COUNTER = TokenCounter()
 # Text shaped like what prompts hold: prose, numbers, JSON, markup, odd whitespace at the edges.

@@ -9,8 +9,8 @@ import pytest
 from briefroom.errors import EngineeringFailure
 from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter
-from briefroom.protocol.context import DATA_BLOCK
 from briefroom.protocol.envelope import envelope
+from briefroom.protocol.prompt_assembly import DATA_BLOCK
 from briefroom.protocol.tools import (
     LocalSearchResult,
     ReadArtifactArgs,

@@ -11,23 +11,24 @@ from typer.testing import CliRunner
 from briefroom.cli import app
 from briefroom.config import Settings
 from briefroom.errors import ConfigError
+from briefroom.events import LlmCall, RunStart, read_events
 from briefroom.run import ResearchRequest, run_research
 
 runner = CliRunner()
+START = json.dumps(RunStart(seq=1, question="q", rounds=1, roles=["planner"], corpus=["c"]).record())
 
 
 def test_inspect_table_json_and_html(small_corpus, data_dir, tmp_path):
     out = tmp_path / "run"
     run_research(ResearchRequest(question="How big is the 2026 public cloud market?", corpus=[small_corpus], out=out),
                  Settings(model="test", rounds=1, data_dir=data_dir))
-    calls = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()
-             if json.loads(line)["event"] == "llm_call"]
+    calls = [e for e in read_events(out / "run.jsonl") if isinstance(e, LlmCall)]
     result = runner.invoke(app, ["inspect", str(out), "--json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
-    assert [r["agent"] for r in rows] == [c["agent"] for c in calls]
+    assert calls and [r["agent"] for r in rows] == [c.agent for c in calls]
     for row, call in zip(rows, calls):
-        assert sum(row["sections"].values()) == call["prompt_tokens"]  # sections account for every token
+        assert sum(row["sections"].values()) == call.prompt_tokens  # sections account for every token
         assert row["prompt_tokens"] <= row["budget"]
     page = tmp_path / "run.html"
     result = runner.invoke(app, ["inspect", str(out), "--html", str(page)])
@@ -42,16 +43,34 @@ def test_inspect_table_json_and_html(small_corpus, data_dir, tmp_path):
 def test_inspect_errors_are_one_line(tmp_path):
     result = runner.invoke(app, ["inspect", str(tmp_path / "missing")])
     assert result.exit_code == 1 and "run directory not found" in result.output
-    (tmp_path / "run.jsonl").write_text('{"event": "llm_call"}\n{oops\n')
+    (tmp_path / "run.jsonl").write_text(START + '\n{oops\n')
     result = runner.invoke(app, ["inspect", str(tmp_path)])
-    assert result.exit_code == 1 and "run.jsonl:2" in result.output
+    assert result.exit_code == 1 and "run.jsonl:2" in result.output and "run.jsonl:1" not in result.output
 
 
 def test_a_log_cut_short_by_a_kill_still_loads_and_a_corrupt_line_does_not(tmp_path):
     from briefroom.inspect import load_events
 
-    (tmp_path / "run.jsonl").write_text('{"event": "run_start", "seq": 1}\n{"event": "llm_ca')  # SIGKILL mid-write
-    assert [e["event"] for e in load_events(tmp_path)] == ["run_start"]
-    (tmp_path / "run.jsonl").write_text('{"event": "run_start", "seq": 1}\n{"event": "llm_ca\n')
+    (tmp_path / "run.jsonl").write_text(START + '\n{"event": "llm_ca')  # SIGKILL mid-write
+    assert [e.event for e in load_events(tmp_path)] == ["run_start"]
+    (tmp_path / "run.jsonl").write_text(START + '\n{"event": "llm_ca\n')
     with pytest.raises(ConfigError, match="run.jsonl:2"):
         load_events(tmp_path)
+
+
+def test_the_run_page_links_citations_through_sources_json_not_the_report_text(tmp_path):
+    from briefroom.runpage import render_page
+
+    sources = {"S1": {"source_id": "S1", "title": "Doc one", "path": "a.md",
+                      "passages": [{"chunk_id": "c0", "start": 0, "end": 9, "text": "Other text."},
+                                   {"chunk_id": "c1", "start": 10, "end": 40, "text": "It grew 21% in 2026."}]},
+               "S2": {"source_id": "S2", "title": "Doc two", "path": "b.md", "passages": []}}
+    (tmp_path / "sources.json").write_text(json.dumps({"cited": ["S1", "S2"], "sources": sources}))
+    # The Sources list names S2 for [1]: the page must follow sources.json (what the report was rendered from).
+    (tmp_path / "report.md").write_text("# R\n\nIt grew 21% in 2026. [1]\n\nSee also [2] and [3].\n\n## Sources\n\n"
+                                        "[1] Doc two — `b.md` (source `S2`)\n[2] Doc two [2] — `b.md`\n")
+    page = render_page(tmp_path, [])
+    assert '<a class="cite" href="#passage-S1-1" title="Doc one">[1]</a>' in page
+    assert '<a class="cite" href="#source-S2" title="Doc two">[2]</a>' in page  # S2 has no passage to land on
+    assert '<a class="cite" href="#missing-3">[3]</a>' in page  # the report has two citations, not three
+    assert '<a class="source-ref" href="#source-S1">[1]</a>' in page and "#missing-2" not in page

@@ -1,6 +1,6 @@
 """A section per part of the question, led by its best verified sentence."""
 
-from briefroom.graph.state import Fact
+from briefroom.records import Fact
 from briefroom.report.draft import Claim, DraftSection, WriterDraft
 from briefroom.report.language import LABELS
 from briefroom.report.outline import outline, proper_names

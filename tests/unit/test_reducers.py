@@ -1,6 +1,6 @@
 from briefroom.graph import reducers
-from briefroom.graph.state import Fact, Passage, SourceRecord, Worktable
 from briefroom.protocol.messages import MsgType, make_message
+from briefroom.records import Fact, Passage, SourceRecord, Worktable
 
 
 def msg(seq: int, content: str = "x"):
@@ -20,19 +20,11 @@ def test_append_messages_from_nothing():
 
 
 def test_merge_worktables_appends_notes_per_role_only():
-    current = {"planner": Worktable(notes=("one",)), "writer": Worktable(draft="d1")}
-    merged = reducers.merge_worktables(current, {"planner": Worktable(notes=("two",), todo=("t",))})
+    current = {"planner": Worktable(notes=("one",)), "writer": Worktable(notes=("w",))}
+    merged = reducers.merge_worktables(current, {"planner": Worktable(notes=("two",))})
     assert merged["planner"].notes == ("one", "two")
-    assert merged["planner"].todo == ("t",)
-    assert merged["writer"].draft == "d1"
+    assert merged["writer"].notes == ("w",)
     assert current["planner"].notes == ("one",)
-
-
-def test_merge_worktables_keeps_draft_unless_replaced():
-    merged = reducers.merge_worktables({"w": Worktable(draft="old")}, {"w": Worktable(notes=("n",))})
-    assert merged["w"].draft == "old"
-    merged = reducers.merge_worktables(merged, {"w": Worktable(draft="new")})
-    assert merged["w"].draft == "new"
 
 
 def test_merge_seen_is_a_union_in_first_seen_order():

@@ -10,15 +10,15 @@ from briefroom.agents.base import Role
 from briefroom.agents.registry import bus_for
 from briefroom.graph.builder import round_end
 from briefroom.graph.routing import ROUND_END, next_speaker
-from briefroom.graph.state import Charter, Report
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import MsgType, make_message
+from briefroom.records import Charter, Report
 from briefroom.runlog import RunLog
 
 
 def role(name, order, *types):
     return Role(name=name, prompt="planner.md", subscriptions=tuple(Subscription(msg_type=t) for t in types),
-                publications=(MsgType.CONCLUSION, MsgType.CRITIQUE), output_schema=None, step=lambda t: None,
+                publications=(MsgType.CONCLUSION, MsgType.CRITIQUE), step=lambda t: None,
                 order=order)
 
 

@@ -3,11 +3,12 @@
 from briefroom.agents.searcher import previous_on_subject, subject_key
 from briefroom.protocol.bus import Bus, Subscription
 from briefroom.protocol.messages import MsgType, make_message
+from briefroom.protocol.payloads import Conclusion
 
 
 def conclusion(seq, content, subject, supersedes=None):
     return make_message(sender="searcher", msg_type=MsgType.CONCLUSION, content=content, round=1, seq=seq,
-                        structured_data={"subject": subject_key(subject)}, supersedes=supersedes)
+                        payload=Conclusion(subject=subject_key(subject)), supersedes=supersedes)
 
 
 def test_subject_key_ignores_order_case_and_filler():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 from hypothesis import given, settings
@@ -10,10 +9,10 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, ToolMessage
 
 from briefroom.agents.base import Turn
-from briefroom.agents.context import RunContext
 from briefroom.agents.registry import bus_for, discover
+from briefroom.agents.run_context import RunContext
 from briefroom.errors import EngineeringFailure
-from briefroom.graph.state import Charter
+from briefroom.events import ContractErrorEvent, Event, read_events
 from briefroom.llm import ModelHandle, ModelPool
 from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter
@@ -30,6 +29,7 @@ from briefroom.protocol.tools import (
     artifact_tool,
     run_tool,
 )
+from briefroom.records import Charter
 from briefroom.runlog import RunLog
 from tests.fakes import ScriptedChatModel
 
@@ -139,8 +139,8 @@ def _turn(tmp_path, steps, tools):
     return Turn(role=searcher, state=state, ctx=ctx), model, log
 
 
-def _events(tmp_path):
-    return [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+def _events(tmp_path) -> list[Event]:
+    return read_events(tmp_path / "run.jsonl")
 
 
 def call(args, call_id="c"):
@@ -154,8 +154,8 @@ def test_bad_tool_arguments_get_a_correction_prompt_and_are_counted(tmp_path):
     outcomes = turn.use_tools("find cloud growth", max_turns=2)
     log.close()
     assert [o.ok for o in outcomes] == [False, False, True]
-    errors = [e for e in _events(tmp_path) if e["event"] == "contract_error"]
-    assert [(e["kind"], e["attempt"], e["exhausted"]) for e in errors] == [("tool_arguments", 0, False),
+    errors = [e for e in _events(tmp_path) if isinstance(e, ContractErrorEvent)]
+    assert [(e.kind, e.attempt, e.exhausted) for e in errors] == [("tool_arguments", 0, False),
                                                                             ("tool_arguments", 1, False)]
     # the correction reached the model, and corrections did not use up its two tool turns
     assert "did not match their schema" in model.calls[1]["messages"][-1].content
@@ -169,8 +169,8 @@ def test_after_two_corrections_the_error_stands_and_no_more_calls_are_made(tmp_p
     log.close()
     assert [o.ok for o in outcomes] == [False, False, False]
     assert outcomes[-1].error["error"] == "contract_error"
-    errors = [e for e in _events(tmp_path) if e["event"] == "contract_error"]
-    assert [e["exhausted"] for e in errors] == [False, False, True]
+    errors = [e for e in _events(tmp_path) if isinstance(e, ContractErrorEvent)]
+    assert [e.exhausted for e in errors] == [False, False, True]
     assert len(model.calls) == 3  # 1 + 2 corrections, then stop
     model.assert_done()
 

@@ -6,9 +6,9 @@ import json
 
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
-from briefroom.agents.base import constrain_schema
-from briefroom.models.test_model import TestChatModel
-from briefroom.protocol.context import mark_data
+from briefroom.agents.structured import constrain_schema
+from briefroom.models.deterministic import DeterministicChatModel
+from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.protocol.tools import LocalSearchArgs, ReadSourceArgs
 from briefroom.report.draft import WriterDraft
 
@@ -22,7 +22,7 @@ def prompt():
 
 def test_structured_output_is_schema_valid_and_uses_prompt_material():
     schema = constrain_schema(WriterDraft.model_json_schema(), {"source_ids": ["S0000abcd"]})
-    model = TestChatModel().bind(response_format={"type": "json_object", "schema": schema})
+    model = DeterministicChatModel().bind(response_format={"type": "json_object", "schema": schema})
     reply = model.invoke(prompt())
     draft = WriterDraft.model_validate(json.loads(reply.content))
     assert "723 billion USD" in draft.short_answer.text
@@ -31,7 +31,7 @@ def test_structured_output_is_schema_valid_and_uses_prompt_material():
 
 def test_same_input_same_output():
     schema = WriterDraft.model_json_schema()
-    model = TestChatModel().bind(response_format={"type": "json_object", "schema": schema})
+    model = DeterministicChatModel().bind(response_format={"type": "json_object", "schema": schema})
     assert model.invoke(prompt()).content == model.invoke(prompt()).content
 
 
@@ -40,7 +40,7 @@ def test_calls_tools_with_valid_arguments_then_finishes():
 
     tools = [Tool("local_search", "search", LocalSearchArgs, LocalSearchResult, lambda a: a).definition(),
              Tool("read_source", "read", ReadSourceArgs, ReadSourceResult, lambda a: a).definition()]
-    model = TestChatModel().bind(tools=tools)
+    model = DeterministicChatModel().bind(tools=tools)
     first = model.invoke([HumanMessage(content="## Current task\nFind cloud market size")])
     assert [c["name"] for c in first.tool_calls] == ["local_search"]
     LocalSearchArgs.model_validate(first.tool_calls[0]["args"])

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from briefroom.corpus.index import CorpusIndex
     from briefroom.llm import ModelPool
     from briefroom.protocol.artifacts import ArtifactStore
-    from briefroom.protocol.context import Item
+    from briefroom.protocol.prompt_assembly import Item
     from briefroom.protocol.tools import Tool
 
 

@@ -24,7 +24,7 @@ from briefroom.models.material import Material, Record
 TEST_PROVIDER_LABEL = "briefroom TEST provider (deterministic, no language model)"
 
 
-class TestChatModel(BaseChatModel):
+class DeterministicChatModel(BaseChatModel):
     """Deterministic chat model; supports `bind_tools` and `response_format` schemas."""
 
     __test__ = False  # not a pytest class

@@ -174,8 +174,8 @@ class ContextBuilder:
               prefiltered: list[Decision] | None = None) -> BuiltPrompt:
         """`prefiltered`: bulk decisions the caller already made (recorded, not re-ranked)."""
         stats = BuildStats(list(prefiltered or []))
-        stable, dynamic, task = (self._drop_empty(group, stats) for group in (stable, dynamic, [task]))
-        sections = [*stable, *dynamic, *task]
+        stable, dynamic, tasks = (self._drop_empty(group, stats) for group in (stable, dynamic, [task]))
+        sections = [*stable, *dynamic, *tasks]
         # An item costs what its piece of the rendered prompt costs (text + separator):
         # the same string `_render` counts, so each item is encoded once, not twice.
         def count(text: str) -> int:
@@ -231,7 +231,7 @@ class ContextBuilder:
             else:
                 stats.decisions.append(Decision(name, it.key, "dropped",
                                                 f"{it.priority.value} over budget ({cost} tokens)", 0))
-        return self._render(stable, [*dynamic, *task], chosen, stats, ranked)
+        return self._render(stable, [*dynamic, *tasks], chosen, stats, ranked)
 
     @staticmethod
     def _drop_empty(sections: list[Section], stats: BuildStats) -> list[Section]:

@@ -12,7 +12,7 @@ import hashlib
 import re
 from decimal import Decimal
 
-from briefroom.graph.state import Fact, RoundRecord, RoundSummary, SummaryPoint  # noqa: F401 (re-exported)
+from briefroom.records import Fact, RoundRecord, RoundSummary, SummaryPoint  # noqa: F401 (re-exported
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'“(])")
 # Chinese (and Japanese) sentences end at a full-width mark, with no space after it.
@@ -30,7 +30,7 @@ _CJK_STOP = frozenset("的了是在和与及也而其这那之于为对等将把
 
 def sentences(text: str) -> list[str]:
     """Sentences of prose in English or Chinese; Markdown headings are titles, not statements."""
-    out = []
+    out: list[str] = []
     for para in re.split(r"\n\s*\n|\n(?=[-*#] )", text):
         para = "\n".join(line for line in para.splitlines() if not line.lstrip().startswith("#"))
         para = " ".join(para.split())

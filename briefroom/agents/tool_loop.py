@@ -1,0 +1,104 @@
+"""A role's tool conversation: the model calls tools, every result goes back through
+the envelope (trimmed, redacted, offloaded, wrapped as data), bad arguments get a
+bounded correction, and the loop stops at the role's budget or the run's."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+
+from briefroom.agents.model_calls import check_run_budget
+from briefroom.agents.run_context import RunContext
+from briefroom.agents.structured import MAX_CONTRACT_RETRIES
+from briefroom.errors import ConfigError
+from briefroom.protocol.calls import normalize_calls, run_calls
+from briefroom.protocol.envelope import envelope
+from briefroom.protocol.prompt_assembly import mark_data
+from briefroom.protocol.tools import ToolOutcome, run_tool
+
+if TYPE_CHECKING:
+    from briefroom.agents.base import Turn
+
+
+def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
+    """Let the model call this role's tools; every result goes through the envelope.
+
+    Calls of one reply run in parallel and each result goes back with its own call.
+    Arguments that do not match a tool's schema get the validation error back as a
+    correction prompt, at most MAX_CONTRACT_RETRIES times (logged as contract_error);
+    corrections do not use up the role's tool turns.
+    """
+    ctx = turn.ctx
+    missing = [name for name in turn.role.tools if name not in ctx.tools]
+    if missing:
+        raise ConfigError(f"role {turn.role.name!r} uses tools this run does not have: {', '.join(missing)}")
+    tools = {name: ctx.tools[name] for name in turn.role.tools}
+    definitions = [t.definition() for t in tools.values()]
+    prompt = turn.build_prompt(task, tools=definitions)
+    messages: list[BaseMessage] = list(prompt.messages)
+    handle = ctx.models.for_role(turn.role.name)
+    outcomes: list[ToolOutcome] = []
+    forced = handle.tool_mode == "first"
+    turns, taken, corrections = (1 if forced else max_turns), 0, 0
+    used_ids: set[str] = set()  # call ids are unique across the whole tool conversation
+    while taken < turns:
+        if turn.finishing:
+            break  # results so far are enough; the budget is for the Writer now
+        if taken and prompt.total_tokens + turn.calls.turn_tokens(prompt, messages) > prompt.budget:
+            # Tool results would push the prompt past the role's budget: stop calling tools.
+            ctx.log.event("budget_stop", agent=turn.role.name, round=turn.round, budget=prompt.budget)
+            break
+        check_run_budget(ctx)
+        reply, latency = handle.invoke(messages, tools=definitions,
+                                       force_tool=turn.role.tools[0] if forced else None)
+        turn.calls.record(prompt, messages, reply, latency, "tools", taken)
+        taken += 1
+        if not reply.tool_calls:
+            break
+        calls = normalize_calls([dict(c) for c in reply.tool_calls], f"call_{turn.role.name}_{turn.calls.calls}",
+                                used_ids)
+        messages.append(reply.model_copy(update={"tool_calls": calls}))
+        for call in calls:
+            ctx.log.event("tool_call", agent=turn.role.name, round=turn.round, tool=call["name"],
+                               call_id=call["id"], args=call["args"])
+        results = run_calls(calls, lambda call: _run_call(ctx, tools, call, task))
+        invalid = []
+        for call, outcome in zip(calls, results):
+            env = envelope(outcome, ctx.counter, store=ctx.artifacts)
+            for done in outcome.outcomes():
+                if done.result is not None:
+                    ctx.add_tool_output(turn.clock(), done.result.model_dump_json())
+            ctx.log.event("tool_result", agent=turn.role.name, round=turn.round, tool=outcome.tool,
+                               call_id=call["id"], ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
+                               shown_bytes=len(env.text.encode()),
+                               artifact=env.artifact, attempts=outcome.attempts,
+                               redactions=outcome.redaction_counts(),
+                               fallback=outcome.fallback.tool if outcome.fallback else None,
+                               fallback_ok=outcome.fallback.ok if outcome.fallback else None,
+                               error=outcome.error)
+            outcomes.extend(outcome.outcomes())
+            messages.append(ToolMessage(content=env.text, tool_call_id=call["id"]))
+            if outcome.error and outcome.error.get("error") == "contract_error":
+                invalid.append(outcome)
+        if invalid:
+            problems = "; ".join(f"{o.tool}: {o.error['message']}" for o in invalid if o.error)
+            exhausted = corrections >= MAX_CONTRACT_RETRIES
+            ctx.log.event("contract_error", agent=turn.role.name, round=turn.round, kind="tool_arguments",
+                               attempt=corrections, error=problems[:600], exhausted=exhausted)
+            if exhausted:
+                break  # the structured errors above are the answer; no more calls
+            corrections += 1
+            turns += 1
+            messages.append(HumanMessage(content="These tool calls did not match their schema:\n"
+                                                 + mark_data("error", problems[:600]) + "\n"
+                                                 "Call the tool again with arguments that match its schema."))
+    return outcomes
+
+def _run_call(ctx: RunContext, tools: dict[str, Any], call: dict, task: str) -> ToolOutcome:
+    tool = tools.get(call["name"])
+    if tool is None:
+        return ToolOutcome(call["id"], call["name"], call["args"], None,
+                           {"error": "contract_error", "tool": call["name"],
+                            "message": f"no tool named {call['name']!r}; the tools are {', '.join(tools)}"})
+    return run_tool(tool, call["id"], call["args"], tools=ctx.tools, task=task)

@@ -1,0 +1,123 @@
+"""The domain records a run is made of: charter, facts, sources, passages, reports and
+round summaries.
+
+They are plain immutable pydantic models with no dependency on LangGraph, so the
+report, memory and evaluation code can use them without the graph; `graph/state.py`
+arranges them into the state LangGraph checkpoints.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# The criteria every run starts with; the Critic checks these three in code.
+DEFAULT_CRITERIA = (
+    "Every [n] citation resolves to a source retrieved in this run.",
+    "Every number in a cited sentence appears in one of its cited sources.",
+    "The report opens with a short answer to the question, with a citation.",
+)
+
+
+class Charter(BaseModel):
+    """The team's constitution: every prompt starts with it; it is never trimmed (P0)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    goal: str
+    acceptance_criteria: tuple[str, ...]
+    constraints: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+    max_rounds: int = Field(default=3, ge=1)
+    max_revisions: int = Field(default=2, ge=0)
+
+
+class Worktable(BaseModel):
+    """One role's private notebook: only its owner ever sees it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    notes: tuple[str, ...] = ()
+
+    def merged(self, update: "Worktable") -> "Worktable":
+        return Worktable(notes=self.notes + update.notes)
+
+
+class Fact(BaseModel):
+    """A verbatim sentence carrying numbers or a quote, with the source it came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    fact_id: str
+    text: str = Field(description="verbatim from the source, never paraphrased")
+    numbers: tuple[str, ...] = ()
+    source_id: str
+    found_by: str
+    round: int
+    confirmed_by: tuple[str, ...] = ()
+
+
+class Passage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    start: int
+    end: int
+    text: str
+
+
+class SourceRecord(BaseModel):
+    """A document retrieved in this run, with the passages the team actually saw."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source_id: str
+    title: str
+    path: str
+    passages: tuple[Passage, ...] = ()
+
+
+class Report(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    markdown: str
+    cited_sources: tuple[str, ...] = Field(default=(), description="source id for [1], [2], ...")
+    round: int = 1
+    revision: int = 0
+    accepted: bool = False
+    repairs: tuple[str, ...] = ()
+
+
+class SummaryPoint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    text: str = Field(min_length=5, description="one conclusion of the round, numbers exactly as in the sources",
+                      json_schema_extra={"x-fill": "evidence.text"})
+    source_ids: tuple[str, ...] = Field(default=(), max_length=3, json_schema_extra={"x-fill": "evidence.refs"})
+
+
+class RoundSummary(BaseModel):
+    """What a round established, in a form later prompts can carry cheaply."""
+
+    model_config = ConfigDict(frozen=True)
+
+    conclusions: tuple[SummaryPoint, ...] = Field(min_length=1, max_length=6)
+    agents_involved: tuple[str, ...] = Field(min_length=1)
+    todos: tuple[str, ...] = Field(default=(), max_length=4)
+    risks: tuple[str, ...] = Field(default=(), max_length=4)
+
+
+class RoundRecord(BaseModel):
+    """A round's summary and the raw messages it replaced (those stay in the archive)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    round: int
+    summary: RoundSummary
+    replaced: tuple[str, ...] = ()
+
+    def render(self) -> str:
+        s = self.summary
+        lines = [f"Round {self.round} (agents: {', '.join(s.agents_involved)})"]
+        lines += [f"- {p.text}" + (f" [{', '.join(p.source_ids)}]" if p.source_ids else "") for p in s.conclusions]
+        lines += [f"Todo: {t}" for t in s.todos] + [f"Risk: {r}" for r in s.risks]
+        return "\n".join(lines)
