@@ -27,7 +27,7 @@ from briefroom.agents.registry import bus_for, discover
 from briefroom.agents.run_context import RunContext
 from briefroom.config import Settings
 from briefroom.corpus.embeddings import make_embedder
-from briefroom.corpus.index import CorpusIndex
+from briefroom.corpus.index import CorpusIndex, SyncStats
 from briefroom.errors import BriefroomError, ConfigError
 from briefroom.events import Event, ResumedAfter, RunResume
 from briefroom.files import write_atomic
@@ -252,19 +252,13 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                     log.event("run_restart", reason=notice, moved_lines=moved.lines)
                 charter = make_charter(request, settings, roles)
                 (run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
-            say(0, "index", "indexing corpus")
             started = time.perf_counter()
-            embedder = make_embedder(settings.embedder)
-            index = CorpusIndex(settings.data_dir, embedder)
-            stats = index.sync(request.corpus, progress=lambda line: say(0, "index", line))
-            for skip in stats.skipped:  # one line each; the run goes on without them
-                say(0, "index", f"skipped {skip.path}: {skip.reason}")
-            if stats.documents == 0:
-                also = f" ({len(stats.skipped)} file(s) skipped as unreadable)" if stats.skipped else ""
-                raise ConfigError(f"no readable documents (md, txt, html, pdf) in "
-                                  f"{', '.join(map(str, request.corpus))}{also}")
+            index = CorpusIndex(settings.data_dir, make_embedder(settings.embedder))
+            stack.callback(index.close)
+            stats = _index_corpus(index, request.corpus, say)
             if namespace is not None:
-                memory = MemoryStore(settings.data_dir, embedder)
+                memory = MemoryStore(settings.data_dir, index.embedder)
+                stack.callback(memory.close)
                 # The gates' injection detector loads a 2 s model: load it while the run works.
                 threading.Thread(target=injection.preload, name="preload-injection-detector", daemon=True).start()
             memory_items: list[Item]
@@ -289,23 +283,8 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                 _save_memory_items(run_dir, memory_items)
                 runs.update(run_dir, record, used_skills=used_skills)
                 known_facts, known_sources = remembered_facts(recalled, index)
-            names = [r.name for r in roles] + [SUMMARIZER.name]
-            embedded_url = None
-            if request.models is None and request.cassette is None and needs_embedded_server(settings, names):
-                say(0, "model", "starting the embedded llama.cpp server")
-                server = stack.enter_context(EmbeddedServer(model_path=embedded_model_file(settings, names),
-                                                            log_path=run_dir / "llama-server.log"))
-                embedded_url = server.base_url
-                log.event("model_server", base_url=embedded_url, model_path=server.model_path.name)
-            pool = request.models or build_pool(settings, names, embedded_base_url=embedded_url,
-                                                cassette=request.cassette, recorder=recorder)
-            for role, recorded in (request.replay_handles or {}).items():
-                if role in pool.handles:
-                    handle = pool.handles[role]
-                    handle.label, handle.tool_mode = recorded.label, recorded.tool_mode
-                    handle.structured_mode, handle.context_window = recorded.structured_mode, recorded.context_window
-            log.event("models", handles={n: {"provider": h.provider, "model": h.model_name, "label": h.label}
-                                         for n, h in pool.handles.items()})
+            pool = _model_pool(settings, request, [r.name for r in roles] + [SUMMARIZER.name], run_dir, stack,
+                               log, say, recorder)
             store = ArtifactStore(run_dir / "artifacts")
             tools = {**corpus_tools(index), "read_artifact": artifact_tool(store), **request.tools}
             # for roles that declare it; with memory off it finds nothing
@@ -324,18 +303,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                     request.cassette.seek(ctx.ledger()["model_calls"])
             else:
                 graph_input = initial_state(charter, bus.address("plan"), known_facts, known_sources, log_seq=log.seq)
-            pause = [ROUND_END] if stop_after_round is not None else None
-            while True:
-                for update in graph.stream(graph_input, config=config, context=ctx, durability="sync",
-                                           stream_mode="updates", interrupt_after=pause):
-                    if isinstance(update, dict) and update.get(ROUND_END):
-                        values = graph.get_state(config).values
-                        record.round = int(values["round"]) - (0 if values.get("done") else 1)
-                        runs.save(run_dir, record)
-                snapshot = graph.get_state(config)
-                if not snapshot.next or stop_after_round is None or record.round >= stop_after_round:
-                    break
-                graph_input = None  # a round ended before the one to pause after: go on
+            snapshot = _stream(graph, graph_input, config, ctx, run_dir, record, stop_after_round)
             state: AgentState = snapshot.values  # type: ignore[assignment]
             if snapshot.next:  # paused on purpose; the checkpoint holds everything
                 log.event("run_paused", round=record.round, next=list(snapshot.next))
@@ -358,10 +326,61 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
         finally:
             if log is not None:
                 log.close()
-            if memory is not None:
-                memory.close()
-            if index is not None:
-                index.close()
+
+
+def _index_corpus(index: CorpusIndex, corpus: list[Path], say: Callable[[int, str, str], None]) -> SyncStats:
+    """Index the run's folders; unreadable files are skipped with a line each, and a
+    corpus with nothing readable stops the run."""
+    say(0, "index", "indexing corpus")
+    stats = index.sync(corpus, progress=lambda line: say(0, "index", line))
+    for skip in stats.skipped:  # one line each; the run goes on without them
+        say(0, "index", f"skipped {skip.path}: {skip.reason}")
+    if stats.documents == 0:
+        also = f" ({len(stats.skipped)} file(s) skipped as unreadable)" if stats.skipped else ""
+        raise ConfigError(f"no readable documents (md, txt, html, pdf) in {', '.join(map(str, corpus))}{also}")
+    return stats
+
+
+def _model_pool(settings: Settings, request: ResearchRequest, names: list[str], run_dir: Path,
+                stack: contextlib.ExitStack, log: RunLog, say: Callable[[int, str, str], None],
+                recorder: Cassette | None) -> ModelPool:
+    """One handle per role: the caller's, a recording's, or built from the settings
+    (starting the embedded server, closed with the run, when a role needs it)."""
+    embedded_url = None
+    if request.models is None and request.cassette is None and needs_embedded_server(settings, names):
+        say(0, "model", "starting the embedded llama.cpp server")
+        server = stack.enter_context(EmbeddedServer(model_path=embedded_model_file(settings, names),
+                                                    log_path=run_dir / "llama-server.log"))
+        embedded_url = server.base_url
+        log.event("model_server", base_url=embedded_url, model_path=server.model_path.name)
+    pool = request.models or build_pool(settings, names, embedded_base_url=embedded_url,
+                                        cassette=request.cassette, recorder=recorder)
+    for role, recorded in (request.replay_handles or {}).items():  # a replay answers as the recording did
+        if role in pool.handles:
+            handle = pool.handles[role]
+            handle.label, handle.tool_mode = recorded.label, recorded.tool_mode
+            handle.structured_mode, handle.context_window = recorded.structured_mode, recorded.context_window
+    log.event("models", handles={n: {"provider": h.provider, "model": h.model_name, "label": h.label}
+                                 for n, h in pool.handles.items()})
+    return pool
+
+
+def _stream(graph: Any, graph_input: Any, config: dict[str, Any], ctx: RunContext, run_dir: Path,
+            record: runs.RunRecord, stop_after_round: int | None) -> Any:
+    """Run the graph to its end (or to the end of round `stop_after_round`), saving the
+    round reached in run.json as rounds end; returns the last snapshot."""
+    pause = [ROUND_END] if stop_after_round is not None else None
+    while True:
+        for update in graph.stream(graph_input, config=config, context=ctx, durability="sync",
+                                   stream_mode="updates", interrupt_after=pause):
+            if isinstance(update, dict) and update.get(ROUND_END):
+                values = graph.get_state(config).values
+                record.round = int(values["round"]) - (0 if values.get("done") else 1)
+                runs.save(run_dir, record)
+        snapshot = graph.get_state(config)
+        if not snapshot.next or stop_after_round is None or record.round >= stop_after_round:
+            return snapshot
+        graph_input = None  # a round ended before the one to pause after: go on
 
 
 def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunContext, memory: MemoryStore | None,
