@@ -17,9 +17,14 @@ Nothing is downloaded: every corpus is read from a local copy.
                  v1 injection-task goals are read from its sources with `ast` (not executed).
 --dev-data DIR   benign.jsonl of the development set (see bench/train_injection_head.py);
                  its split=eval passages are the benign false-positive pools.
-Tensor Trust and deepset/prompt-injections had no local copy when this was written; they
-are reported as unavailable unless --extra FILE.jsonl ({"text", "corpus", "lang"}) adds
-them.
+--extra FILE     more held-out items as JSON lines: {"text", "corpus", "lang"} is an attack,
+                 {"text", "pool"} a benign passage (its own false-positive pool).  Tensor
+                 Trust and deepset/prompt-injections are read this way; build the file from
+                 the snapshots HumanCompatibleAI/tensor-trust-data (benchmarks/*-robustness/v1,
+                 the `attack` field) and sinanw/llm-security-prompt-injection (data/raw/*.parquet,
+                 a copy of deepset/prompt-injections: label 1 = attack, label 0 = benign pool)
+                 with `python -m bench.injection --make-extra FILE` (needs pyarrow for the
+                 parquet files; without it only Tensor Trust is written).
 
 Reported per detector ("injection" = briefroom.protocol.injection.judge, "regex" =
 briefroom.protocol.untrusted.instruction_like): recall per corpus and language, the
@@ -196,6 +201,37 @@ def agentdojo(path: Path | None, rng: random.Random) -> list[dict]:
     return items
 
 
+_DE = re.compile(r"\b(und|der|die|das|ist|nicht|ich|sie|du|mir|ein|eine|zu|mit|auf|für|wie|vergiss|ignoriere)\b", re.I)
+_EN = re.compile(r"\b(the|and|is|not|you|your|to|of|a|with|for|how|what|ignore|forget)\b", re.I)
+
+
+def make_extra(mirror: Path, dest: Path) -> None:
+    """Write Tensor Trust attacks and deepset/prompt-injections (attacks and benign pool) to `dest`."""
+    rows: list[dict] = []
+    for name in ("hijacking", "extraction"):
+        raw = git_show(mirror, "HumanCompatibleAI+tensor-trust-data",
+                       f"benchmarks/{name}-robustness/v1/{name}_robustness_dataset.jsonl")
+        for line in (raw or "").splitlines():
+            if line.strip():
+                rows.append(dict(text=json.loads(line)["attack"], corpus=f"tensor-trust/{name}", lang="en"))
+    gd = mirror / "sinanw+llm-security-prompt-injection" / "repo"
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        pq = None
+        print("pyarrow missing: deepset not written", file=sys.stderr)
+    if pq is not None and gd.exists():
+        for part in ("train-00000-of-00001-9564e8b05b4757ab", "test-00000-of-00001-701d16158af87368"):
+            blob = subprocess.run(["git", f"--git-dir={gd}", "show", f"HEAD:data/raw/{part}.parquet"],
+                                  capture_output=True, check=True).stdout
+            for r in pq.read_table(io.BytesIO(blob)).to_pylist():
+                lang = "de" if len(_DE.findall(r["text"])) > len(_EN.findall(r["text"])) else "en"
+                rows.append(dict(text=r["text"], corpus="deepset", lang=lang) if r["label"] == 1
+                            else dict(text=r["text"], pool=f"deepset_benign_{lang}"))
+    dest.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    print(f"wrote {len(rows)} rows to {dest}", file=sys.stderr)
+
+
 # ----------------------------------------------------------------------------- evaluation
 def train_hashes() -> set[int]:
     from importlib import resources
@@ -215,13 +251,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--extra", type=Path, action="append", default=[])
     ap.add_argument("--limit", type=int, default=60, help="max items per corpus/language (and per benign pool)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--make-extra", type=Path, default=None, help="write the Tensor Trust/deepset --extra file and exit")
     args = ap.parse_args(argv)
+    if args.make_extra:
+        make_extra(args.mirror, args.make_extra)
+        return 0
     rng = random.Random(args.seed)
 
     items, clean = bipia(args.mirror, rng)
     items += cyberseceval(args.mirror) + giskard(args.mirror) + agentdojo(args.agentdojo, rng)
     for extra in args.extra:
-        items += [json.loads(x) for x in extra.read_text("utf-8").splitlines() if x.strip()]
+        for x in extra.read_text("utf-8").splitlines():
+            if x.strip():
+                r = json.loads(x)
+                (clean if "pool" in r else items).append(r)
     if args.dev_data:
         for line in (args.dev_data / "benign.jsonl").read_text("utf-8").splitlines():
             b = json.loads(line)
@@ -246,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         "regex": lambda t: instruction_like(t) is not None,
     }
     inj.judge("warm up the encoder.")
-    out: dict = {"unavailable": ["tensor-trust (no local copy)", "deepset/prompt-injections (no local copy)"],
+    corpora = {r["corpus"].split("/")[0] for r in items}
+    out: dict = {"unavailable": [f"{c} (no local copy; see --extra)" for c in ("tensor-trust", "deepset") if c not in corpora],
                  "threshold": inj.threshold(), "n_items": len(items), "n_benign": len(clean)}
     if args.agentdojo is None:
         out["unavailable"].append("agentdojo (pass --agentdojo)")
