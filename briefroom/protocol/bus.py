@@ -17,6 +17,7 @@ any other role knowing it exists.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -124,20 +125,8 @@ class Bus:
                  guards: dict[str, Iterable[MsgType]] | None = None):
         self._subscriptions = {role: tuple(subs) for role, subs in subscriptions.items()}
         self._publications = {role: frozenset(types) for role, types in publications.items()}
-        self._holders: dict[str, str] = {}  # capability -> the role declaring it
-        for role, names in (capabilities or {}).items():
-            for name in names:
-                if name in self._holders:
-                    raise RoutingError(f"capability {name!r} is declared by both {self._holders[name]!r} "
-                                       f"and {role!r}; a capability must name one role")
-                self._holders[name] = role
-        self._guards: dict[MsgType, str] = {}  # message type -> the role that must pass it first
-        for role, types in (guards or {}).items():
-            for msg_type in types:
-                if msg_type in self._guards:
-                    raise RoutingError(f"{msg_type.value!r} messages are guarded by both "
-                                       f"{self._guards[msg_type]!r} and {role!r}")
-                self._guards[msg_type] = role
+        self._holders = _one_role_each(capabilities or {}, "capability")  # capability -> its role
+        self._guards = _one_role_each(guards or {}, "guard of")  # message type -> the role that passes it first
         # Messages are immutable and the table fixed for a run: route each message once,
         # and remember which ids have been superseded by a routed message.
         self._routes: dict[str, tuple[str, ...]] = {}
@@ -230,3 +219,20 @@ class Bus:
 
     def unread(self, role: str, whiteboard: Sequence[AgentMessage], seen: Sequence[str]) -> list[AgentMessage]:
         return list(self.view(role, whiteboard, seen).unread.values())
+
+
+K = TypeVar("K")
+
+
+def _one_role_each(declared: dict[str, Iterable[K]], what: str) -> dict[K, str]:
+    """Invert role -> declared names into name -> role; two roles declaring one name
+    would make routing ambiguous, so that fails."""
+    owner: dict[K, str] = {}
+    for role, names in declared.items():
+        for name in names:
+            if name in owner:
+                label = name.value if isinstance(name, MsgType) else name
+                raise RoutingError(f"{what} {label!r} is declared by both {owner[name]!r} and {role!r}; "
+                                   "it must name one role")
+            owner[name] = role
+    return owner
