@@ -9,7 +9,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import click
 import typer
@@ -19,6 +19,10 @@ from rich.markup import escape
 
 from briefroom.config import Settings, parse_role_models, parse_section_values
 from briefroom.errors import BriefroomError
+
+if TYPE_CHECKING:
+    from briefroom.events import LlmCall
+    from briefroom.inspect import CallRow
 
 try:  # typer 0.2x runs on its own copy of click: its exceptions are not click's
     TyperClickException: type[click.ClickException] = importlib.import_module(
@@ -320,10 +324,14 @@ def inspect(
     from briefroom import inspect as look
     from briefroom.runpage import render_page
 
+    bad: list[str] = []  # what is valid is shown; each garbled line is named, and the exit is 1
     try:
-        events = look.load_events(run_dir)
+        events = look.load_events(run_dir, on_bad_line=lambda line: bad.append(
+            f"{run_dir / 'run.jsonl'}:{line.line}: {line.reason}"))
     except BriefroomError as exc:
         raise _fail(str(exc)) from None
+    for line in bad:
+        err.print(f"skipped {line}", markup=False)
     calls = look.calls_of(events)
     table = look.call_rows(calls)
     if html_file is not None:
@@ -334,8 +342,16 @@ def inspect(
         err.print(f"wrote {html_file}")
     if as_json:
         stdout.print_json(json.dumps([r.as_dict() for r in table]))
-        return
+    else:
+        _print_calls(calls, table)
+    if bad:
+        raise _fail(f"{len(bad)} line(s) of run.jsonl are not events (named above); the rest is shown")
+
+
+def _print_calls(calls: list["LlmCall"], table: list["CallRow"]) -> None:
     from rich.table import Table
+
+    from briefroom import inspect as look
 
     names = look.sections_present(calls)
     grid = Table("#", "agent", "rnd", *names, "total", "budget", "cut", box=None, pad_edge=False)

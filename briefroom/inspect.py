@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import html
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from briefroom.errors import ConfigError
-from briefroom.events import BuildChange, Event, LlmCall, read_events
+from briefroom.events import BadLine, BuildChange, Event, LlmCall, read_events
 
 SECTION_ORDER = ["role", "charter", "tools", "format", "worktable", "memory", "summaries", "sources", "whiteboard", "facts",
                  "history", "task", "turns"]
@@ -24,15 +24,16 @@ COLORS = {"role": "#4e79a7", "charter": "#2f4b7c", "tools": "#76b7b2", "format":
           "task": "#bab0ac", "turns": "#8cd17d"}
 
 
-def load_events(run_dir: Path) -> list[Event]:
-    """The run's events; a line a kill cut short is left out, any other bad line is a
-    ConfigError naming it (`run.jsonl:N`)."""
+def load_events(run_dir: Path, on_bad_line: Callable[[BadLine], None] | None = None) -> list[Event]:
+    """The run's events; a line a kill cut short is left out. Any other bad line goes to
+    `on_bad_line` and the valid events are returned, or, without it, is a ConfigError
+    naming it (`run.jsonl:N`)."""
     path = run_dir / "run.jsonl"
     if not run_dir.is_dir():
         raise ConfigError(f"run directory not found: {run_dir}")
     if not path.is_file():
         raise ConfigError(f"no run.jsonl in {run_dir}")
-    return read_events(path)
+    return read_events(path, on_bad_line=on_bad_line)
 
 
 def calls_of(events: Sequence[Event]) -> list[LlmCall]:

@@ -53,9 +53,12 @@ def test_a_log_cut_short_by_a_kill_still_loads_and_a_corrupt_line_does_not(tmp_p
 
     (tmp_path / "run.jsonl").write_text(START + '\n{"event": "llm_ca')  # SIGKILL mid-write
     assert [e.event for e in load_events(tmp_path)] == ["run_start"]
-    (tmp_path / "run.jsonl").write_text(START + '\n{"event": "llm_ca\n')
+    (tmp_path / "run.jsonl").write_text(START + '\n{"event": "llm_ca\n' + START.replace('"seq": 1', '"seq": 3') + "\n")
     with pytest.raises(ConfigError, match="run.jsonl:2"):
         load_events(tmp_path)
+    bad = []  # inspect reads what is valid and names each garbled line
+    assert [e.event for e in load_events(tmp_path, on_bad_line=bad.append)] == ["run_start", "run_start"]
+    assert [b.line for b in bad] == [2]
 
 
 def test_the_run_page_links_citations_through_sources_json_not_the_report_text(tmp_path):
