@@ -354,12 +354,16 @@ def _print_calls(calls: list["LlmCall"], table: list["CallRow"]) -> None:
     from briefroom import inspect as look
 
     names = look.sections_present(calls)
-    grid = Table("#", "agent", "rnd", *names, "total", "budget", "cut", box=None, pad_edge=False)
+    grid = Table("#", "agent", "rnd", *names, "total", "budget", "cut", "cached", box=None, pad_edge=False)
     for r in table:
         cut = f"{r.compressed}c/{r.dropped}d" if r.compressed or r.dropped else ""
+        cached = f"{r.cached_tokens}/{r.served_prompt_tokens}" if r.cached_tokens is not None else "-"
         grid.add_row(str(r.n), r.agent, str(r.round), *(str(r.sections.get(s, 0)) for s in names),
-                     str(r.prompt_tokens), f"{r.use_pct}%", cut)
+                     str(r.prompt_tokens), f"{r.use_pct}%", cut, cached)
     stdout.print(grid)
+    rate = look.cache_hit_rate(calls)
+    stdout.print("prompt cache: " + (f"{rate:.0%} of the prompt tokens the endpoint counted were served from its "
+                                     "cache" if rate is not None else "the endpoint did not report cached tokens"))
     for agent, t in sorted(look.totals_by_agent(calls).items()):
         stdout.print(f"{agent}: {t.calls} calls, {t.prompt_tokens} prompt + {t.completion_tokens} "
                      "completion tokens")
@@ -622,7 +626,8 @@ def eval_(
                     f"{r.calls} calls  {r.wall_s:.0f}s" if s else f"{r.scenario:<32} {r.context:<8} failed: {r.error}")
             sys.stdout.write(line + "\n")
         for c, row in summary.items():
-            cached = "n/a" if row["cached_prompt_tokens"] is None else f"{row['cached_prompt_tokens']:,}"
+            cached = "n/a" if row["cache_hit_rate"] is None else \
+                f"{row['cached_prompt_tokens']:,} served from the endpoint's cache, {row['cache_hit_rate']:.0%}"
             sys.stdout.write(f"overall {c}: recall {row['recall']:.2f}, support {row['support']:.2f}, coverage "
                              f"{row['coverage']:.2f}, {row['unsupported_numbers']} unsupported numbers, "
                              f"{row['unretrieved_citations']} unretrieved citations, {row['trap_hits']} traps, "

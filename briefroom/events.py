@@ -226,6 +226,8 @@ class LlmCall(TurnEvent):
     strategy: str = "layered"
     completion_tokens: int
     cached_tokens: int | None = None  # None: the endpoint did not say
+    # the prompt as the endpoint counted it (its tokenizer): what cached_tokens is a share of
+    served_prompt_tokens: int | None = None
     latency_ms: float
     response: ChatMessage
 

@@ -61,6 +61,8 @@ class CallRow:
     dropped: int
     changes: list[BuildChange]
     strategy: str
+    cached_tokens: int | None  # prompt tokens the endpoint served from its cache, if it said
+    served_prompt_tokens: int | None  # the prompt as the endpoint counted it
 
     def as_dict(self) -> dict[str, Any]:
         """For `inspect --json`."""
@@ -72,8 +74,16 @@ def call_rows(calls: Sequence[LlmCall]) -> list[CallRow]:
     return [CallRow(n=i, agent=c.agent, round=c.round, purpose=c.purpose, sections=dict(c.sections),
                     prompt_tokens=c.prompt_tokens, budget=c.budget, use_pct=c.use_pct,
                     compressed=c.build.compressed, dropped=c.build.dropped, changes=list(c.build.changes),
-                    strategy=c.strategy)
+                    strategy=c.strategy, cached_tokens=c.cached_tokens, served_prompt_tokens=c.served_prompt_tokens)
             for i, c in enumerate(calls, start=1)]
+
+
+def cache_hit_rate(calls: Sequence[LlmCall]) -> float | None:
+    """Share of prompt tokens the endpoint served from its cache, over the calls for
+    which it reported both numbers (None: it reported neither)."""
+    known = [c for c in calls if c.cached_tokens is not None and c.served_prompt_tokens]
+    served = sum(c.served_prompt_tokens or 0 for c in known)
+    return round(sum(c.cached_tokens or 0 for c in known) / served, 4) if served else None
 
 
 @dataclass

@@ -47,6 +47,8 @@ class ModelHandle:
     # servers (llama.cpp's generic chat formats) that only call tools when told which.
     tool_mode: str = "auto"
     calls: int = 0  # replies received; checkpointed with the state so a resumed replay knows its place
+    # The embedded server reports reused KV-cache tokens only in its log; read from there.
+    kv_cache: embedded.KVCacheLog | None = None
 
     def invoke(self, messages: list[BaseMessage], *, tools: list[dict] | None = None,
                schema: dict | None = None, schema_name: str = "output",
@@ -61,6 +63,8 @@ class ModelHandle:
             runnable = runnable.bind_tools(tools, tool_choice=choice) if choice else runnable.bind_tools(tools)
         if schema is not None:
             runnable = runnable.bind(response_format=self._response_format(schema, schema_name))
+        if self.kv_cache is not None:
+            self.kv_cache.mark()
         started = time.perf_counter()
         try:
             reply = runnable.invoke(messages)
@@ -75,6 +79,8 @@ class ModelHandle:
         latency = time.perf_counter() - started
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=str(getattr(reply, "content", reply)))
+        if self.kv_cache is not None:
+            reply = _with_cached_tokens(reply, self.kv_cache)
         if self.recorder is not None:
             self.recorder.record(self.role, serialize_messages(messages), reply)
         self.calls += 1
@@ -143,9 +149,22 @@ def _provider(settings: Settings, model: str | None) -> str:
                       f"or use --model test / --model embedded")
 
 
+def _with_cached_tokens(reply: AIMessage, kv_cache: embedded.KVCacheLog) -> AIMessage:
+    """The reply with the prompt tokens the server took from its cache, reported the
+    way OpenAI-style endpoints report them (`input_token_details.cache_read`)."""
+    usage = reply.usage_metadata
+    cached = kv_cache.cached_tokens(usage["input_tokens"] if usage else None)
+    if cached is None or usage is None:
+        return reply
+    details = {**(usage.get("input_token_details") or {}), "cache_read": cached}
+    return reply.model_copy(update={"usage_metadata": {**usage, "input_token_details": details}})
+
+
 def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str | None = None,
-               cassette: Cassette | None = None, recorder: Cassette | None = None) -> ModelPool:
+               embedded_log: Path | None = None, cassette: Cassette | None = None,
+               recorder: Cassette | None = None) -> ModelPool:
     pool = ModelPool()
+    kv_cache = embedded.KVCacheLog(embedded_log) if embedded_log is not None else None  # one server, one log
     for role in roles:
         if cassette is not None:
             pool.handles[role] = ModelHandle(role, "replay", "cassette", CassetteChatModel(cassette=cassette, role=role),
@@ -164,7 +183,7 @@ def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str |
             handle = ModelHandle(role, "embedded", name,
                                  _openai_chat(name, embedded_base_url, "not-needed", settings, max_tokens=1024),
                                  "json_object_schema", EMBEDDED_CONTEXT,
-                                 label=f"embedded {name} (llama.cpp, local)", tool_mode="first")
+                                 label=f"embedded {name} (llama.cpp, local)", tool_mode="first", kv_cache=kv_cache)
         else:
             name = model or "gpt-4o-mini"
             mode = settings.structured

@@ -346,14 +346,14 @@ def _model_pool(settings: Settings, request: ResearchRequest, names: list[str], 
                 recorder: Cassette | None) -> ModelPool:
     """One handle per role: the caller's, a recording's, or built from the settings
     (starting the embedded server, closed with the run, when a role needs it)."""
-    embedded_url = None
+    embedded_url, server_log = None, None
     if request.models is None and request.cassette is None and needs_embedded_server(settings, names):
         say(0, "model", "starting the embedded llama.cpp server")
         server = stack.enter_context(EmbeddedServer(model_path=embedded_model_file(settings, names),
                                                     log_path=run_dir / "llama-server.log"))
-        embedded_url = server.base_url
+        embedded_url, server_log = server.base_url, server.log_path
         log.event("model_server", base_url=embedded_url, model_path=server.model_path.name)
-    pool = request.models or build_pool(settings, names, embedded_base_url=embedded_url,
+    pool = request.models or build_pool(settings, names, embedded_base_url=embedded_url, embedded_log=server_log,
                                         cassette=request.cassette, recorder=recorder)
     for role, recorded in (request.replay_handles or {}).items():  # a replay answers as the recording did
         if role in pool.handles:

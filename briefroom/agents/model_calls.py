@@ -51,6 +51,7 @@ class CallLog:
                       build=build, compaction=bool(build["changes"]),
                       strategy=ctx.context_strategy, completion_tokens=completion,
                       cached_tokens=cached_prompt_tokens(reply),
+                      served_prompt_tokens=reply.usage_metadata["input_tokens"] if reply.usage_metadata else None,
                       latency_ms=round(latency * 1000, 1), response=serialize_messages([reply])[0])
         ctx.progress(self.round, self.role, f"{purpose} ({prompt_tokens}/{prompt.budget} tokens)")
 

@@ -39,6 +39,7 @@ class CaseResult:
     # by role: calls, prompt_tokens, completion_tokens (`inspect.agent_totals`: plain, for the JSON output)
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
     cached_prompt_tokens: int | None = None  # None: the endpoint did not report it
+    served_prompt_tokens: int | None = None  # the prompt tokens of those calls, as the endpoint counted them
 
     @property
     def prompt_tokens(self) -> int:
@@ -112,8 +113,10 @@ def run_case(folder: Path, scenario: Scenario, *, context: str, repeat: int, mod
     if (run_dir / "run.jsonl").is_file():
         calls = calls_of(load_events(run_dir))
         result.tokens = agent_totals(calls)
-        cached = [c.cached_tokens for c in calls if c.cached_tokens is not None]
-        result.cached_prompt_tokens = sum(cached) if cached else None
+        known = [c for c in calls if c.cached_tokens is not None and c.served_prompt_tokens]
+        if known:
+            result.cached_prompt_tokens = sum(c.cached_tokens or 0 for c in known)
+            result.served_prompt_tokens = sum(c.served_prompt_tokens or 0 for c in known)
     if error is None:
         result.score = score_case(folder, scenario, run_dir)
     return result
@@ -165,6 +168,7 @@ def summarize(results: list[CaseResult]) -> dict[str, dict[str, Any]]:
                 for k in acc:
                     acc[k] += t[k]
         cached = [r.cached_prompt_tokens for r in rs if r.cached_prompt_tokens is not None]
+        served = sum(r.served_prompt_tokens or 0 for r in rs if r.cached_prompt_tokens is not None)
         out[context] = {
             "runs": len(rs), "failed": len(rs) - len(scored),
             "recall": _mean([r.score.recall for r in answerable if r.score]),
@@ -177,6 +181,7 @@ def summarize(results: list[CaseResult]) -> dict[str, dict[str, Any]]:
             "prompt_tokens": sum(r.prompt_tokens for r in rs),
             "completion_tokens": sum(r.completion_tokens for r in rs),
             "cached_prompt_tokens": sum(cached) if cached else None,
+            "cache_hit_rate": round(sum(cached) / served, 4) if served else None,
             "calls": sum(r.calls for r in rs),
             "wall_s": round(sum(r.wall_s for r in rs), 1),
             "by_role": by_role,

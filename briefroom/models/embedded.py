@@ -12,6 +12,7 @@ import atexit
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -53,6 +54,51 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+_PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit")
+_FULL_HIT = "Llama.generate: full prompt already cached"
+
+
+class KVCacheLog:
+    """Prompt tokens the embedded server took from its KV cache, read from its log.
+
+    llama-cpp-python's server does not report cached tokens in its replies, but with
+    `verbose` it writes one line per generation saying how many tokens of the prompt
+    matched what its single KV cache still held. Calls are sequential, so the lines a
+    call appended to the log are that call's."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._offset = self._size()
+
+    def _size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def mark(self) -> None:
+        """Before a call: what the log holds so far is not this call's."""
+        self._offset = self._size()
+
+    def cached_tokens(self, prompt_tokens: int | None) -> int | None:
+        """After a call: the tokens its prompt reused (0 when the cache was reset), or
+        None when the log says nothing about it (not verbose, or not found)."""
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self._offset)
+                data = fh.read()
+        except OSError:
+            return None
+        self._offset += len(data)
+        text = data.decode("utf-8", errors="replace")
+        if _FULL_HIT in text:
+            return prompt_tokens
+        hits = _PREFIX_HIT.findall(text)
+        if hits:
+            return int(hits[-1])
+        return 0 if "llama_perf_context_print" in text else None
 
 
 class EmbeddedServer:
