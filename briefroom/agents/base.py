@@ -2,8 +2,8 @@
 
 A role is data (`Role`) plus a `step(turn)` function. The Turn gives the step what the
 role is allowed to see (its inbox, its own worktable, facts, sources) and the only
-ways to act: ask the model for structured output, use tools, publish messages, write
-notes. Everything a step does becomes one state update when it returns.
+ways to act: ask the model for structured output, use tools (`tool_loop.py`), publish
+or forward messages, write notes. Everything a step does becomes one state update when it returns.
 """
 
 from __future__ import annotations
@@ -257,7 +257,6 @@ class Turn:
                                max_tokens=self.ctx.max_tokens)
             update["finishing"] = True
         return update
-
 
 
 def passage_items(records: Iterable[SourceRecord], task: str) -> list[Item]:
