@@ -189,8 +189,12 @@ def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str |
             mode = settings.structured
             if mode == "auto":
                 mode = "json_schema" if not settings.base_url or "api.openai.com" in settings.base_url else "json_object"
+            # OpenAI routes requests with one key to one cache; other OpenAI-compatible
+            # servers may refuse a parameter they do not know, so it goes to OpenAI only.
+            openai = not settings.base_url or "api.openai.com" in settings.base_url
             handle = ModelHandle(role, "openai", name,
-                                 _openai_chat(name, settings.base_url, settings.api_key or "not-needed", settings),
+                                 _openai_chat(name, settings.base_url, settings.api_key or "not-needed", settings,
+                                              cache_key=f"briefroom-{role}" if openai else None),
                                  mode, settings.context_window or 128_000,
                                  label=f"{name} via {settings.base_url or 'OpenAI'}")
         handle.recorder = recorder
@@ -199,9 +203,10 @@ def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str |
 
 
 def _openai_chat(model: str, base_url: str | None, api_key: str, settings: Settings,
-                 max_tokens: int | None = None) -> BaseChatModel:
+                 max_tokens: int | None = None, cache_key: str | None = None) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(model=model, base_url=base_url, api_key=SecretStr(api_key), temperature=settings.temperature,
                       timeout=settings.request_timeout, max_retries=2,
-                      max_completion_tokens=max_tokens)
+                      max_completion_tokens=max_tokens,
+                      model_kwargs={"prompt_cache_key": cache_key} if cache_key else {})

@@ -55,3 +55,14 @@ def test_the_hit_rate_is_over_what_the_endpoint_counted():
 
     assert cache_hit_rate([call(300, 400), call(0, 600), call(None, 1000)]) == 0.3
     assert cache_hit_rate([call(None, 400)]) is None
+
+
+def test_each_role_sends_its_own_stable_cache_key_to_openai_and_nothing_to_other_servers():
+    from briefroom.config import Settings
+    from briefroom.llm import build_pool
+
+    pool = build_pool(Settings(model="gpt-4o-mini", api_key="sk-test-not-a-key"), ["planner", "writer"])
+    keys = {r: h.chat_model.model_kwargs.get("prompt_cache_key") for r, h in pool.handles.items()}
+    assert keys == {"planner": "briefroom-planner", "writer": "briefroom-writer"}
+    local = build_pool(Settings(model="qwen2.5", base_url="http://127.0.0.1:8000/v1"), ["planner"])
+    assert "prompt_cache_key" not in local.handles["planner"].chat_model.model_kwargs
