@@ -43,7 +43,15 @@ from briefroom.events import (
     ToolResult,
     round_of,
 )
-from briefroom.inspect import COLORS, bar_chart, call_rows, calls_of, sections_present, totals_by_agent
+from briefroom.inspect import (
+    COLORS,
+    bar_chart,
+    cache_hit_rate,
+    call_rows,
+    calls_of,
+    sections_present,
+    totals_by_agent,
+)
 from briefroom.records import SourceRecord
 from briefroom.report.checks import SOURCES_HEADINGS
 from briefroom.runs import SourcesFile, load_sources
@@ -253,8 +261,12 @@ def _calls(events: Sequence[Event]) -> str:
     totals = "".join(f"<tr><td>{E(a)}</td><td>{t.calls}</td><td>{t.prompt_tokens}</td>"
                      f"<td>{t.completion_tokens}</td></tr>" for a, t in sorted(totals_by_agent(calls).items()))
     head = "".join(f"<th>{s}</th>" for s in names)
+    rate = cache_hit_rate(calls)
+    cache = (f"<p class='cache'>Prompt cache: {rate:.0%} of the prompt tokens the endpoint counted were served "
+             f"from its cache.</p>" if rate is not None else
+             "<p class='cache'>Prompt cache: the endpoint did not report cached tokens.</p>")
     return (f"<div>{legend}</div>{bar_chart(table, names)}<h3>Per agent</h3><table><tr><th>agent</th><th>calls"
-            f"</th><th>prompt tokens</th><th>completion tokens</th></tr>{totals}</table><h3>Every call</h3>"
+            f"</th><th>prompt tokens</th><th>completion tokens</th></tr>{totals}</table>{cache}<h3>Every call</h3>"
             f"<table><tr><th>#</th><th>agent</th><th>round</th><th>model</th><th>purpose</th>{head}<th>total</th>"
             f"<th>budget</th><th>what was cut, and why</th></tr>{''.join(body)}</table>")
 

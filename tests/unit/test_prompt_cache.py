@@ -66,3 +66,22 @@ def test_each_role_sends_its_own_stable_cache_key_to_openai_and_nothing_to_other
     assert keys == {"planner": "briefroom-planner", "writer": "briefroom-writer"}
     local = build_pool(Settings(model="qwen2.5", base_url="http://127.0.0.1:8000/v1"), ["planner"])
     assert "prompt_cache_key" not in local.handles["planner"].chat_model.model_kwargs
+
+
+def test_the_run_page_states_the_cache_hit_rate(tmp_path):
+    import json
+
+    from briefroom.events import BuildSummary
+    from briefroom.runpage import render_page
+
+    def call(cached, served):
+        return LlmCall(agent="critic", round=1, purpose="ask Review", attempt=0, provider="embedded", model="m",
+                       messages=[], sections={"task": 10}, prompt_tokens=10, budget=100, use_pct=10.0,
+                       prefix_hash="h", build=BuildSummary(candidates=1, included=1, compressed=0, dropped=0,
+                                                           changes=[]),
+                       compaction=False, completion_tokens=1, cached_tokens=cached, served_prompt_tokens=served,
+                       latency_ms=1.0, response={"type": "ai", "content": "{}"})
+
+    (tmp_path / "sources.json").write_text(json.dumps({"cited": [], "sources": {}}))
+    page = render_page(tmp_path, [call(300, 400), call(100, 600)])
+    assert "Prompt cache: 40% of the prompt tokens" in page
