@@ -33,7 +33,14 @@ def reached(point: str) -> None:
         return
     _counts[point] = _counts.get(point, 0) + 1
     if _counts[point] == target[1]:
-        os.kill(os.getpid(), target[2])
+        if target[2] == signal.SIGINT:
+            # raise(3), not kill(2): kill may deliver the signal to any thread (the
+            # encoder's loader, onnxruntime's pool), whose C handler then flags it for the
+            # main thread a little later, wherever that is by then; raise delivers it to
+            # this thread, so the flag is set before this call returns.
+            signal.raise_signal(signal.SIGINT)
+        else:
+            os.kill(os.getpid(), target[2])
         if target[2] == signal.SIGINT and threading.current_thread() is not threading.main_thread():
             # Python runs signal handlers in the main thread, at its own pace: a worker
             # thread would go on and might finish the run first. Stopping here too makes
