@@ -41,8 +41,12 @@ def reached(point: str) -> None:
             signal.raise_signal(signal.SIGINT)
         else:
             os.kill(os.getpid(), target[2])
-        if target[2] == signal.SIGINT and threading.current_thread() is not threading.main_thread():
-            # Python runs signal handlers in the main thread, at its own pace: a worker
-            # thread would go on and might finish the run first. Stopping here too makes
+        if target[2] == signal.SIGINT:
+            # The handler normally raises KeyboardInterrupt in the main thread right after
+            # raise_signal returns, and this line is never reached. It is reached in a
+            # worker thread (Python runs handlers in the main thread, at its own pace: the
+            # worker would go on and might finish the run first); and twice a fresh
+            # clone's full suite finished a run whose planned interrupt never surfaced
+            # (cause not found: see the closing note of 2026-12-01). Raising here makes
             # the interrupt land at this point, every time.
             raise KeyboardInterrupt
