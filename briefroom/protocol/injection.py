@@ -275,9 +275,9 @@ def _plan(passage: str, candidate: str | None) -> _Plan:
         at = text.find(cand) if cand else -1
         if at < 0:
             text, note = cand, " (candidate not found in passage; judged alone)"
-        else:
-            focus = _focus_units(units(text), at, at + len(cand))
-    spans = units(text)
+    spans = units(text)  # cut once: the focus is found among the same units
+    if candidate is not None and not note:
+        focus = _focus_units(spans, at, at + len(cand))
     return _Plan(text, spans, windows(len(spans), focus) if spans else [], note)
 
 
