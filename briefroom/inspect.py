@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -101,12 +101,6 @@ def totals_by_agent(calls: Sequence[LlmCall]) -> dict[str, AgentTotals]:
         t.prompt_tokens += c.prompt_tokens
         t.completion_tokens += c.completion_tokens
     return dict(totals)
-
-
-def agent_totals(calls: Sequence[LlmCall]) -> dict[str, dict[str, int]]:
-    """`totals_by_agent` as plain dicts (calls, prompt_tokens, completion_tokens): what
-    cli.py and eval's JSON output read."""
-    return {agent: asdict(t) for agent, t in totals_by_agent(calls).items()}
 
 
 def bar_chart(table: Sequence[CallRow], names: list[str]) -> str:

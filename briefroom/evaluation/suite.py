@@ -19,7 +19,7 @@ from briefroom.config import Settings
 from briefroom.corpus.documents import load_corpus
 from briefroom.errors import ConfigError
 from briefroom.evaluation.metrics import KeyFact, ReportScore, score_report
-from briefroom.inspect import agent_totals, calls_of, load_events
+from briefroom.inspect import AgentTotals, calls_of, load_events, totals_by_agent
 from briefroom.runs import load_sources
 from briefroom.scenario import SCENARIO_FILE, Scenario
 
@@ -36,22 +36,21 @@ class CaseResult:
     score: ReportScore | None
     error: str | None
     wall_s: float
-    # by role: calls, prompt_tokens, completion_tokens (`inspect.agent_totals`: plain, for the JSON output)
-    tokens: dict[str, dict[str, int]] = field(default_factory=dict)
+    tokens: dict[str, AgentTotals] = field(default_factory=dict)  # by role (asdict() makes them plain)
     cached_prompt_tokens: int | None = None  # None: the endpoint did not report it
     served_prompt_tokens: int | None = None  # the prompt tokens of those calls, as the endpoint counted them
 
     @property
     def prompt_tokens(self) -> int:
-        return sum(t["prompt_tokens"] for t in self.tokens.values())
+        return sum(t.prompt_tokens for t in self.tokens.values())
 
     @property
     def completion_tokens(self) -> int:
-        return sum(t["completion_tokens"] for t in self.tokens.values())
+        return sum(t.completion_tokens for t in self.tokens.values())
 
     @property
     def calls(self) -> int:
-        return sum(t["calls"] for t in self.tokens.values())
+        return sum(t.calls for t in self.tokens.values())
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -112,7 +111,7 @@ def run_case(folder: Path, scenario: Scenario, *, context: str, repeat: int, mod
     result = CaseResult(scenario.name, context, repeat, label, str(run_dir), None, error, round(wall, 2))
     if (run_dir / "run.jsonl").is_file():
         calls = calls_of(load_events(run_dir))
-        result.tokens = agent_totals(calls)
+        result.tokens = totals_by_agent(calls)
         known = [c for c in calls if c.cached_tokens is not None and c.served_prompt_tokens]
         if known:
             result.cached_prompt_tokens = sum(c.cached_tokens or 0 for c in known)
@@ -165,8 +164,8 @@ def summarize(results: list[CaseResult]) -> dict[str, dict[str, Any]]:
         for r in rs:
             for role, t in r.tokens.items():
                 acc = by_role.setdefault(role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
-                for k in acc:
-                    acc[k] += t[k]
+                for k, v in asdict(t).items():
+                    acc[k] += v
         cached = [r.cached_prompt_tokens for r in rs if r.cached_prompt_tokens is not None]
         served = sum(r.served_prompt_tokens or 0 for r in rs if r.cached_prompt_tokens is not None)
         out[context] = {

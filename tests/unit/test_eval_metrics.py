@@ -2,6 +2,7 @@
 
 from briefroom.evaluation.metrics import KeyFact, score_report
 from briefroom.evaluation.suite import CaseResult, summarize, threshold_failures
+from briefroom.inspect import AgentTotals
 
 TEXTS = {"S1": "Installers put 1.84 million heat pumps into service in 2025.",
          "S2": "Manufacturers sold 2.61 million heat pumps in 2025.",
@@ -68,7 +69,7 @@ def test_chinese_language_and_numbers():
 def test_thresholds_fail_the_suite():
     good = score(report("- Installers put 1.84 million heat pumps into service in 2025. [1]"))
     results = [CaseResult("a", "layered", 1, "m", "/tmp/x", good, None, 1.0,
-                          {"writer": {"calls": 2, "prompt_tokens": 100, "completion_tokens": 10}}),
+                          {"writer": AgentTotals(calls=2, prompt_tokens=100, completion_tokens=10)}),
                CaseResult("b", "layered", 1, "m", "/tmp/y", None, "server down", 1.0)]
     summary = summarize(results)
     assert summary["layered"]["recall"] == 0.5 and summary["layered"]["failed"] == 1
