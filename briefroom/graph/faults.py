@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 
 _counts: dict[str, int] = {}
 
