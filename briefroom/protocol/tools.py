@@ -6,6 +6,11 @@ failures (a crash, a timeout) are retried inside the tool with exponential backo
 a tool that still fails runs its configured fallback (e.g. `read_source` ->
 `local_search`). Either way the result goes back with its own tool_call_id, through
 the envelope.
+
+Each tool declares its own output budget (`Tool.output_budget`, in tokens): the most
+of one result a model is shown. The envelope fits what it shows into the budget of
+the tool that produced it (`fit_output`), offloading the full result to an artifact
+the model can drill into, and logs the budget with the size before and after.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pydantic import BaseModel, Field, ValidationError
 from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import EngineeringFailure
 from briefroom.protocol.artifacts import ArtifactStore
+from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.redaction import redact_data
 
 SOURCE_ID_PATTERN = r"^S[0-9a-f]{8}$"
@@ -76,6 +82,21 @@ class ReadArtifactResult(BaseModel):
     content: str
 
 
+# Output budgets, in tokens of one result shown to a model (the design documents give
+# 1,500-4,000 per tool). Each is sized to what the tool returns when it works as meant:
+# - local_search: k <= 8 hits of ~400-character chunks with their ids and titles is about
+#   1,300-1,800 tokens of JSON, so 2,000 shows a whole result and stops a runaway one.
+# - read_source: the role asked for the whole document; 4,000 shows a long report's
+#   first pages and the rest stays a read_artifact away.
+# - read_artifact: a slice is at most MAX_ARTIFACT_SLICE (6,000) characters, ~1,500
+#   tokens; the budget matches, so a slice is never cut twice.
+# - any other tool (plugins, recall_memory): 1,500, the design's floor.
+DEFAULT_OUTPUT_BUDGET = 1500
+LOCAL_SEARCH_BUDGET = 2000
+READ_SOURCE_BUDGET = 4000
+READ_ARTIFACT_BUDGET = 1500
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
@@ -88,6 +109,11 @@ class Tool:
     backoff_s: float = 0.25  # wait before the first retry; doubles for each further one
     fallback: str | None = None  # tool to run when this one fails for good
     fallback_args: Callable[[BaseModel, str], dict] | None = None  # (failed args, task) -> its arguments
+    output_budget: int = DEFAULT_OUTPUT_BUDGET  # tokens of one result a model may see; the rest is offloaded
+
+    def __post_init__(self) -> None:
+        if self.output_budget < 1:
+            raise ValueError(f"tool {self.name!r}: output_budget must be at least 1 token")
 
     def definition(self) -> dict:
         """OpenAI function-tool definition (what `bind_tools` and the prompt show)."""
@@ -109,6 +135,7 @@ class ToolOutcome:
     attempts: int = 1
     fallback: "ToolOutcome | None" = None  # what the configured fallback tool returned
     redactions: dict = field(default_factory=dict)  # label -> how many secrets were taken out of the result
+    output_budget: int = DEFAULT_OUTPUT_BUDGET  # the producing tool's budget: what the envelope trims to
 
     @property
     def ok(self) -> bool:
@@ -130,6 +157,39 @@ class ToolOutcome:
 MAX_ARTIFACT_SLICE = 6000
 
 
+@dataclass(frozen=True)
+class FittedOutput:
+    """A tool result's text fitted into its tool's budget, with the sizes to log."""
+
+    text: str
+    budget: int
+    tokens_before: int  # what was to be shown, in full
+    tokens_after: int  # what is shown: at most `budget`
+
+    @property
+    def trimmed(self) -> bool:
+        return self.tokens_after < self.tokens_before
+
+
+def fit_output(text: str, counter: TokenCounter, budget: int, full_tokens: int | None = None) -> FittedOutput:
+    """The longest head of `text` that, with a note saying it was cut, fits `budget`
+    tokens. `full_tokens`: the size of the whole result, when `text` already stands
+    for it (an offloaded result's pointer and summary), for the note."""
+    before = counter.count(text)
+    if before <= budget:
+        return FittedOutput(text, budget, before, before)
+    marker = f"\n... [trimmed to {budget} tokens: {full_tokens if full_tokens is not None else before} in full]"
+    room = budget - counter.count(marker)
+    if room <= 0:  # a budget smaller than the note: the head alone
+        head = counter.head(text, budget)
+        return FittedOutput(head, budget, before, counter.count(head))
+    shown = counter.head(text, room) + marker
+    while counter.count(shown) > budget and room > 0:  # a merge across the cut cost a token or two
+        room -= 1
+        shown = counter.head(text, room) + marker
+    return FittedOutput(shown, budget, before, counter.count(shown))
+
+
 def artifact_tool(store: ArtifactStore) -> Tool:
     def read_artifact(args: BaseModel) -> BaseModel:
         assert isinstance(args, ReadArtifactArgs)
@@ -138,7 +198,7 @@ def artifact_tool(store: ArtifactStore) -> Tool:
         return ReadArtifactResult(pointer=args.pointer, content=store.read(args.pointer, args.fields, args.start, end))
 
     return Tool("read_artifact", "Read part of an offloaded tool result: chosen fields or a character range.",
-                ReadArtifactArgs, ReadArtifactResult, read_artifact)
+                ReadArtifactArgs, ReadArtifactResult, read_artifact, output_budget=READ_ARTIFACT_BUDGET)
 
 
 def _search_instead(args: BaseModel, task: str) -> dict:
@@ -163,10 +223,11 @@ def corpus_tools(index: CorpusIndex) -> dict[str, Tool]:
 
     return {
         "local_search": Tool("local_search", "Search the research corpus; returns the most relevant passages.",
-                             LocalSearchArgs, LocalSearchResult, local_search, retries=1),
+                             LocalSearchArgs, LocalSearchResult, local_search, retries=1,
+                             output_budget=LOCAL_SEARCH_BUDGET),
         "read_source": Tool("read_source", "Read a whole source document by its id.",
                             ReadSourceArgs, ReadSourceResult, read_source, retries=1, fallback="local_search",
-                            fallback_args=_search_instead),
+                            fallback_args=_search_instead, output_budget=READ_SOURCE_BUDGET),
     }
 
 
@@ -181,7 +242,8 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str, *, tools: Mapping[s
     except (ValidationError, json.JSONDecodeError, TypeError) as exc:
         return ToolOutcome(call_id, tool.name, {"raw": str(raw_args)[:500]}, None,
                            {"error": "contract_error", "tool": tool.name,
-                            "message": f"arguments do not match the schema: {_short(exc)}"})
+                            "message": f"arguments do not match the schema: {_short(exc)}"},
+                           output_budget=tool.output_budget)
     attempt = 0
     while True:
         attempt += 1
@@ -189,7 +251,7 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str, *, tools: Mapping[s
             redactions: dict[str, int] = {}
             result = _attempt(tool, args, redactions)
             return ToolOutcome(call_id, tool.name, args.model_dump(), result, None, attempts=attempt,
-                               redactions=redactions)
+                               redactions=redactions, output_budget=tool.output_budget)
         except EngineeringFailure as exc:
             if exc.transient and attempt <= tool.retries:
                 sleep(tool.backoff_s * 2 ** (attempt - 1))
@@ -202,7 +264,8 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str, *, tools: Mapping[s
         # No `tools` here: a fallback does not chain into further fallbacks.
         fallback = run_tool(tools[tool.fallback], f"{call_id}-fallback", fallback_args, sleep=sleep)
         payload["fallback"] = {"tool": tool.fallback, "ok": fallback.ok}
-    return ToolOutcome(call_id, tool.name, args.model_dump(), None, payload, attempts=attempt, fallback=fallback)
+    return ToolOutcome(call_id, tool.name, args.model_dump(), None, payload, attempts=attempt, fallback=fallback,
+                       output_budget=tool.output_budget)
 
 
 def _attempt(tool: Tool, args: BaseModel, redactions: dict[str, int]) -> BaseModel:
