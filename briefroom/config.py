@@ -41,6 +41,7 @@ class Settings(BaseModel):
                                   description="share of a query's words and numbers a fact must hold to be recalled")
     temperature: float = 0.0
     request_timeout: float = Field(default=120.0, gt=0, description="seconds one model call may take")
+    parallel: int = Field(default=1, ge=1, le=8, description="searcher instances that may run at the same time")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> "Settings":
@@ -58,6 +59,7 @@ class Settings(BaseModel):
             "user": ("BRIEFROOM_USER",),
             "session": ("BRIEFROOM_SESSION",),
             "request_timeout": ("BRIEFROOM_REQUEST_TIMEOUT",),
+            "parallel": ("BRIEFROOM_PARALLEL",),
         }
         for field, names in pick.items():
             for name in names:

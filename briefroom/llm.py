@@ -8,8 +8,9 @@ a prompt leaves the process, which is why recording and logging live here too.
 
 from __future__ import annotations
 
+import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,12 +101,27 @@ class ModelPool:
     """Handles per role plus what must be cleaned up when the run ends."""
 
     handles: dict[str, ModelHandle] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def for_role(self, role: str) -> ModelHandle:
-        try:
-            return self.handles[role]
-        except KeyError:
-            raise ConfigError(f"no model configured for role {role!r}") from None
+        """The handle of a role, or of `role/n`, the n-th instance of a fan-out role: a
+        copy of the role's handle with its own call count and its own recording key, so
+        instances running at the same time replay in a fixed order whatever the timing."""
+        with self._lock:
+            if role in self.handles:
+                return self.handles[role]
+            base, _, instance = role.partition("/")
+            if not instance or base not in self.handles:
+                raise ConfigError(f"no model configured for role {role!r}")
+            handle = self.handles[base]
+            chat_model = handle.chat_model
+            if isinstance(chat_model, CassetteChatModel):
+                chat_model = CassetteChatModel(cassette=chat_model.cassette, role=role)
+            # The embedded server's log cannot say which of several calls at once reused its
+            # cache, so instances report no cached tokens rather than wrong ones.
+            copy = replace(handle, role=role, chat_model=chat_model, calls=0, kv_cache=None)
+            self.handles[role] = copy
+            return copy
 
     @property
     def labels(self) -> set[str]:

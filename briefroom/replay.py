@@ -46,7 +46,8 @@ def replay_scenario(scenario_dir: Path, settings: Settings, out: Path, *, until_
         raise BriefroomError("--model, --base-url and --role-model go with --until-round")
     scenario = Scenario.load(scenario_dir)
     cassette = Cassette.load(scenario_dir)
-    settings = settings.model_copy(update={"rounds": scenario.rounds, "max_revisions": scenario.max_revisions})
+    settings = settings.model_copy(update={"rounds": scenario.rounds, "max_revisions": scenario.max_revisions,
+                                           "parallel": scenario.parallel})
     if until_round is not None:
         if not (live.get("model") or live.get("role_models") or settings.model):
             raise BriefroomError("--until-round needs the live model that continues: --model (or BRIEFROOM_MODEL)")

@@ -228,8 +228,9 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
         had_checkpoints = (run_dir / "checkpoints.sqlite").is_file()
         saver = open_checkpointer(run_dir / "checkpoints.sqlite")
         stack.callback(saver.conn.close)
-        graph = build_graph(roles, bus, checkpointer=saver)
-        config = {"configurable": {"thread_id": record.thread_id}, "recursion_limit": 60 * settings.rounds}
+        graph = build_graph(roles, bus, checkpointer=saver, parallel=settings.parallel)
+        config = {"configurable": {"thread_id": record.thread_id}, "recursion_limit": 60 * settings.rounds,
+                  "max_concurrency": settings.parallel}
         snapshot = graph.get_state(config)
         # The first checkpoint holds only the pending input: a run killed there has not
         # started; it starts over in place, on a clean thread.
@@ -295,7 +296,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                              index=index, progress=say, context_strategy=settings.context,
                              max_tokens=settings.max_tokens, shares=settings.context_shares,
                              floors=settings.context_floors, memory_items=memory_items,
-                             memory_threshold=settings.memory_threshold,
+                             memory_threshold=settings.memory_threshold, parallel=settings.parallel,
                              transcript_path=run_dir / TRANSCRIPT_FILE)
             if resumed:
                 ctx.restore(snapshot.values.get("ledger", {}))

@@ -18,6 +18,7 @@ runs again, so the main log has no event twice.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,7 @@ class RunLog:
         self._fh = open(path, "a", encoding="utf-8") if path else None
         self._start = time.monotonic() - elapsed  # a resumed run's clock goes on where it stopped
         self._seq = seq
+        self._lock = threading.Lock()
         self.on_event = on_event
         self.events: list[Event] = []  # kept in memory for summaries and tests
 
@@ -111,6 +113,11 @@ class RunLog:
         return self._append({"event": event, **fields})
 
     def _append(self, fields: dict[str, Any]) -> Event:
+        # Instances of a fan-out role log from several threads at once: one line at a time.
+        with self._lock:
+            return self._append_locked(fields)
+
+    def _append_locked(self, fields: dict[str, Any]) -> Event:
         seq = self._seq + 1
         record = {"event": fields["event"], "seq": seq, "elapsed_s": round(time.monotonic() - self._start, 3),
                   **{k: v for k, v in fields.items() if k != "event"}}

@@ -53,6 +53,8 @@ class Scenario(BaseModel):
     must_not: list[str] = Field(default_factory=list, description="strings that mean the report fell for a trap")
     unanswerable: bool = Field(default=False, description="the corpus does not answer; the report must say so")
     context: str = Field(default="layered", description="the context strategy the recording ran with")
+    parallel: int = Field(default=1, ge=1, description="searcher instances the recording ran with (--parallel); "
+                                                       "its recorded calls are kept per instance")
     corpus: str = "corpus"
     rounds: int = Field(default=2, ge=1)
     max_revisions: int = Field(default=2, ge=0)
@@ -122,7 +124,8 @@ def write_scenario(directory: Path, request, settings: Settings, charter: Charte
     scenario = Scenario(**kept, name=name, question=charter.goal, corpus=corpus_target.name,
                         rounds=charter.max_rounds, max_revisions=charter.max_revisions,
                         constraints=list(charter.constraints), acceptance_criteria=list(request.acceptance_criteria),
-                        recorded_with=label, handles=handles, roles_dirs=roles_dirs, context=settings.context)
+                        recorded_with=label, handles=handles, roles_dirs=roles_dirs, context=settings.context,
+                        parallel=settings.parallel)
     (directory / SCENARIO_FILE).write_text(yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False,
                                                           allow_unicode=True, width=100), encoding="utf-8")
     cassette.save(directory)

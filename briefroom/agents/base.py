@@ -27,13 +27,15 @@ from briefroom.graph.state import AgentState
 from briefroom.protocol.budget import input_budget
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority, make_message
-from briefroom.protocol.payloads import AnyPayload
+from briefroom.protocol.payloads import TASK_FIELDS, AnyPayload, Instruction
 from briefroom.protocol.prompt_assembly import BuiltPrompt, Item, mark_data
 from briefroom.protocol.tools import ToolOutcome
 from briefroom.records import Charter, Fact, SourceRecord, Worktable
 
 T = TypeVar("T", bound=BaseModel)
 FINISHING_AT = 0.85  # share of --max-tokens after which only the Writer works
+# Message numbers each instance of a fan-out may use in one step (see `Turn._seq_base`).
+INSTANCE_SEQ_BLOCK = 64
 
 
 @dataclass(frozen=True)
@@ -62,10 +64,20 @@ class Role:
     # Message types this role must pass before their subscribers see them (see
     # `Turn.forward`): a checker placed between two roles by declaration alone.
     guards: tuple[MsgType, ...] = ()
+    # Fields of a task envelope (an instruction's payload) this role needs: it gets only
+    # these from `Turn.task` and in its prompt (see `protocol.payloads.TASK_FIELDS`).
+    task_fields: tuple[str, ...] = ()
+    # With `--parallel N` > 1, several unread messages are handled by one instance of
+    # this role each, at the same time (the Searcher: one per sub-question).
+    fan_out: bool = False
 
     def __post_init__(self) -> None:
         if self.finishing_duty not in (None, "draft", "check"):
             raise ValueError(f"role {self.name!r}: finishing_duty must be 'draft', 'check' or None")
+        unknown = set(self.task_fields) - set(TASK_FIELDS)
+        if unknown:
+            raise ValueError(f"role {self.name!r}: unknown task field(s) {sorted(unknown)}; "
+                             f"an envelope has {', '.join(TASK_FIELDS)}")
 
 
 @dataclass
@@ -78,13 +90,29 @@ class Turn:
     new_facts: list[Fact] = field(default_factory=list)
     new_sources: dict[str, SourceRecord] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    # Set when this turn is one of several instances of a fan-out role running at the
+    # same time (see `graph/builder.py`): its 1-based number and the one message it handles.
+    instance: int | None = None
+    assigned: str | None = None
 
     def __post_init__(self) -> None:
         board = self.state.get("whiteboard", [])
         # The bus keeps each role's inbox incrementally; the lists it hands out are shared, read-only.
-        self.view = self.ctx.bus.view(self.role.name, board, self.state.get("seen", {}).get(self.role.name, []))
-        self.calls = CallLog(self.ctx, self.role.name, self.round)
+        with self.ctx.bus.lock:  # one consistent copy, even while instances publish
+            self.view = self.ctx.bus.view(self.role.name, board, self.state.get("seen", {}).get(self.role.name, []))
+            if self.instance:
+                self.view = self.view.without({mid for mid in self.view.unread if mid != self.assigned})
+        self.calls = CallLog(self.ctx, self.worker, self.round)
+        # Instances publish in the same step: each numbers its messages in its own block,
+        # so ids and timestamps never collide and their order does not depend on timing.
+        self._seq_base = len(board) + (self.instance - 1) * INSTANCE_SEQ_BLOCK if self.instance else len(board)
         self._texts: dict[str, str] = {}  # source texts read this turn (one SQLite read each)
+
+    @property
+    def worker(self) -> str:
+        """Who acts: the role, or `role/n` for the n-th instance of a fan-out. Model
+        calls, recordings, worktable and log lines are kept per worker."""
+        return f"{self.role.name}/{self.instance}" if self.instance else self.role.name
 
     # --- reading -------------------------------------------------------------------
     @cached_property
@@ -94,7 +122,8 @@ class Turn:
 
     @cached_property
     def unread(self) -> list[AgentMessage]:
-        """Inbox messages this role has not read yet (fixed for the turn)."""
+        """Inbox messages this role has not read yet (fixed for the turn); an instance
+        of a fan-out sees only the one message it was given (set in `__post_init__`)."""
         return list(self.view.unread.values())
 
     @property
@@ -107,7 +136,7 @@ class Turn:
 
     @property
     def worktable(self) -> Worktable:
-        return self.state.get("worktables", {}).get(self.role.name, Worktable())
+        return self.state.get("worktables", {}).get(self.worker, Worktable())
 
     @property
     def finishing(self) -> bool:
@@ -120,6 +149,13 @@ class Turn:
 
     def inbox_of(self, msg_type: MsgType) -> list[AgentMessage]:
         return [m for m in self.inbox if m.header.msg_type == msg_type]
+
+    def task(self, message: AgentMessage) -> dict[str, Any]:
+        """The envelope of an instruction, cut to the fields this role declared (plus the
+        task itself, which is the message's content)."""
+        envelope = message.payload_as(Instruction)
+        return {"task": message.body.content,
+                **{name: getattr(envelope, name) for name in self.role.task_fields}}
 
     def own_messages(self) -> list[AgentMessage]:
         """What this role has published so far (live on the board or just now)."""
@@ -148,7 +184,7 @@ class Turn:
         """Put a message on the whiteboard for the role with capability `to` (None: for
         every subscriber). The bus checks the sender may publish it and someone receives it."""
         message = make_message(sender=self.role.name, msg_type=msg_type, content=content, round=self.round,
-                               seq=len(self.state.get("whiteboard", [])) + len(self.published),
+                               seq=self._seq_base + len(self.published),
                                receiver=self.ctx.bus.address(to), references=tuple(references), payload=payload,
                                relation=relation, supersedes=supersedes, ttl_rounds=ttl, priority=priority)
         return self._post(message)
@@ -163,7 +199,7 @@ class Turn:
         replaced = copies.get(older.body.payload.model_dump_json() + older.body.content) if older else None
         return self._post(make_message(
             sender=self.role.name, msg_type=message.header.msg_type, content=message.body.content, round=self.round,
-            seq=len(self.state.get("whiteboard", [])) + len(self.published), receiver=message.header.receiver,
+            seq=self._seq_base + len(self.published), receiver=message.header.receiver,
             references=message.body.references, payload=message.body.payload, relation=message.header.relation,
             supersedes=replaced.msg_id if replaced else None, ttl_rounds=message.metadata.ttl_rounds,
             priority=message.metadata.priority))
@@ -171,13 +207,13 @@ class Turn:
     def _post(self, message: AgentMessage) -> AgentMessage:
         self.ctx.bus.check_publish(message)
         self.published.append(message)
-        self.ctx.log.event("bus_message", agent=self.role.name, round=self.round, message=message,
+        self.ctx.log.event("bus_message", agent=self.worker, round=self.round, message=message,
                            recipients=list(self.ctx.bus.recipients(message)))
         return message
 
     def clock(self) -> float:
         """Now, on the scale of message timestamps (round * 1000 + sequence)."""
-        return self.round * 1000 + len(self.state.get("whiteboard", [])) + len(self.published) + 0.5
+        return self.round * 1000 + self._seq_base + len(self.published) + 0.5
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -197,7 +233,7 @@ class Turn:
     # --- prompts -------------------------------------------------------------------
     def build_prompt(self, task: str, *, material: list[Item] | None = None, facts: list[Fact] | None = None,
                      schema: dict | None = None, tools: list[dict] | None = None) -> BuiltPrompt:
-        handle = self.ctx.models.for_role(self.role.name)
+        handle = self.ctx.models.for_role(self.worker)
         window = input_budget(handle.context_window)
         if self.ctx.context_strategy == "naive":
             return naive_prompt(self, task, material or [], facts or [], schema, tools, window)
@@ -211,7 +247,7 @@ class Turn:
         schema = constrain_schema(output.model_json_schema(), enums or {}, max_items)
         prompt = self.build_prompt(task, material=material, facts=facts, schema=schema)
         messages = list(prompt.messages)
-        handle = self.ctx.models.for_role(self.role.name)
+        handle = self.ctx.models.for_role(self.worker)
         last_error = ""
         for attempt in range(MAX_CONTRACT_RETRIES + 1):
             check_run_budget(self.ctx)
@@ -225,7 +261,7 @@ class Turn:
                 last_error = "; ".join(problems)
             except (ValueError, ValidationError) as exc:
                 last_error = str(exc).replace("\n", " ")[:600]
-            self.ctx.log.event("contract_error", agent=self.role.name, round=self.round, attempt=attempt,
+            self.ctx.log.event("contract_error", agent=self.worker, round=self.round, attempt=attempt,
                                schema=output.__name__, error=last_error)
             messages = [*messages, AIMessage(content=str(reply.content)),
                         HumanMessage(content="Your reply did not match the required output:\n"
@@ -246,7 +282,7 @@ class Turn:
         if self.published:
             update["whiteboard"] = self.published
         if self.notes:
-            update["worktables"] = {self.role.name: Worktable(notes=tuple(self.notes))}
+            update["worktables"] = {self.worker: Worktable(notes=tuple(self.notes))}
         if self.new_facts:
             update["facts"] = self.new_facts
         if self.new_sources:

@@ -41,7 +41,7 @@ class CallLog:
         self.calls += 1
         turns = self.turn_tokens(prompt, messages)
         prompt_tokens = prompt.total_tokens + turns
-        ctx.tokens_used += prompt_tokens + completion
+        ctx.charge(prompt_tokens + completion)
         sections = {**prompt.section_tokens, "turns": turns}
         build = prompt.stats.summary()
         ctx.log.event("llm_call", agent=self.role, round=self.round, purpose=purpose, attempt=attempt,

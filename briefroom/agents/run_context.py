@@ -7,6 +7,7 @@ tools, the index, the bus, the token counter, the run log, progress reporting.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,13 @@ class RunContext:
     shares: dict[str, float] = field(default_factory=dict)  # overrides of the builder's section shares
     floors: dict[str, int] = field(default_factory=dict)
     tokens_used: int = 0
+    parallel: int = 1  # instances of a fan-out role that may run at the same time
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def charge(self, tokens: int) -> None:
+        """Add a call's tokens to the run's count (instances of a fan-out call at once)."""
+        with self._lock:
+            self.tokens_used += tokens
 
     def add_tool_output(self, at: float, raw: str) -> None:
         """`raw` is a validated tool result, redacted already by `run_tool` (every tool,
@@ -75,5 +83,7 @@ class RunContext:
             self.transcript = [(float(at), str(raw)) for at, raw in map(json.loads, lines)]
             self.transcript_path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         calls = ledger.get("model_calls", {})
+        for role in calls:  # instances of a fan-out get their handles back, with their counts
+            self.models.for_role(role)
         for role, handle in self.models.handles.items():
             handle.calls = int(calls.get(role, 0))

@@ -152,6 +152,7 @@ ROLE = Role(
     step=step,
     tools=("local_search", "read_source", "read_artifact"),
     order=20,
+    fan_out=True,  # with --parallel N, one instance per sub-question
     budget_tokens=5000,
     description="searches the corpus and reports sourced conclusions",
 )

@@ -37,7 +37,7 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
     definitions = [t.definition() for t in tools.values()]
     prompt = turn.build_prompt(task, tools=definitions)
     messages: list[BaseMessage] = list(prompt.messages)
-    handle = ctx.models.for_role(turn.role.name)
+    handle = ctx.models.for_role(turn.worker)
     outcomes: list[ToolOutcome] = []
     forced = handle.tool_mode == "first"
     turns, taken, corrections = (1 if forced else max_turns), 0, 0
@@ -47,7 +47,7 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
             break  # results so far are enough; the budget is for the Writer now
         if taken and prompt.total_tokens + turn.calls.turn_tokens(prompt, messages) > prompt.budget:
             # Tool results would push the prompt past the role's budget: stop calling tools.
-            ctx.log.event("budget_stop", agent=turn.role.name, round=turn.round, budget=prompt.budget)
+            ctx.log.event("budget_stop", agent=turn.worker, round=turn.round, budget=prompt.budget)
             break
         check_run_budget(ctx)
         reply, latency = handle.invoke(messages, tools=definitions,
@@ -56,11 +56,11 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
         taken += 1
         if not reply.tool_calls:
             break
-        calls = normalize_calls([dict(c) for c in reply.tool_calls], f"call_{turn.role.name}_{turn.calls.calls}",
+        calls = normalize_calls([dict(c) for c in reply.tool_calls], f"call_{turn.worker}_{turn.calls.calls}",
                                 used_ids)
         messages.append(reply.model_copy(update={"tool_calls": calls}))
         for call in calls:
-            ctx.log.event("tool_call", agent=turn.role.name, round=turn.round, tool=call["name"],
+            ctx.log.event("tool_call", agent=turn.worker, round=turn.round, tool=call["name"],
                                call_id=call["id"], args=call["args"])
         results = run_calls(calls, lambda call: _run_call(ctx, tools, call, task))
         invalid = []
@@ -69,7 +69,7 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
             for done in outcome.outcomes():
                 if done.result is not None:
                     ctx.add_tool_output(turn.clock(), done.result.model_dump_json())
-            ctx.log.event("tool_result", agent=turn.role.name, round=turn.round, tool=outcome.tool,
+            ctx.log.event("tool_result", agent=turn.worker, round=turn.round, tool=outcome.tool,
                                call_id=call["id"], ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
                                shown_bytes=len(env.text.encode()),
                                artifact=env.artifact, attempts=outcome.attempts,
@@ -84,7 +84,7 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
         if invalid:
             problems = "; ".join(f"{o.tool}: {o.error['message']}" for o in invalid if o.error)
             exhausted = corrections >= MAX_CONTRACT_RETRIES
-            ctx.log.event("contract_error", agent=turn.role.name, round=turn.round, kind="tool_arguments",
+            ctx.log.event("contract_error", agent=turn.worker, round=turn.round, kind="tool_arguments",
                                attempt=corrections, error=problems[:600], exhausted=exhausted)
             if exhausted:
                 break  # the structured errors above are the answer; no more calls

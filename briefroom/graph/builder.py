@@ -1,4 +1,11 @@
-"""build_graph: one node per registered role plus round end, wired by routing only."""
+"""build_graph: one node per registered role plus round end, wired by routing only.
+
+A role that declares `fan_out` and finds several unread messages, in a run with
+`parallel` > 1, is run as one instance per message at the same time (LangGraph `Send`),
+each with its own inbox (its one task), worktable, model handle and tool loop. The
+instances' updates join through the state's reducers in the order of the messages,
+whatever order they finish in, so replays and recordings do not depend on timing.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +13,9 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite
+from langgraph.types import Overwrite, Send
 
-from briefroom.agents.base import Role, Turn
+from briefroom.agents.base import FINISHING_AT, Role, Turn
 from briefroom.agents.run_context import RunContext
 from briefroom.graph.routing import ROUND_END, next_speaker, roles_with_unread
 from briefroom.graph.state import AgentState
@@ -27,6 +34,55 @@ def make_node(role: Role):
 
     node.__name__ = f"{role.name}_node"
     return node
+
+
+def fan_out_node_name(role: Role) -> str:
+    return f"{role.name}_instances"
+
+
+def join_node_name(role: Role) -> str:
+    return f"{role.name}_join"
+
+
+# State fields several instances may write in one step: those with a reducer. The rest
+# (`finishing`, `ledger`) are written once, by the join node after them.
+_JOINED_FIELDS = frozenset({"whiteboard", "archive", "seen", "worktables", "facts", "sources", "summaries"})
+
+
+def make_instance_node(role: Role):
+    def node(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        ctx = runtime.context
+        slot = state["instance"]
+        turn = Turn(role=role, state=state, ctx=ctx, instance=slot["number"], assigned=slot["message"])
+        ctx.progress(state.get("round", 1), turn.worker, "start")
+        role.step(turn)
+        update = turn.updates()
+        return {key: value for key, value in update.items() if key in _JOINED_FIELDS}
+
+    node.__name__ = f"{role.name}_instance_node"
+    return node
+
+
+def join_node(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """After the instances of a fan-out: one checkpoint for all of them, and the run's
+    finishing flag, which each instance could only have seen alone."""
+    ctx = runtime.context
+    if ctx.max_tokens and ctx.tokens_used >= FINISHING_AT * ctx.max_tokens and not state.get("finishing"):
+        ctx.log.event("finishing", round=state.get("round", 1), tokens_used=ctx.tokens_used, max_tokens=ctx.max_tokens)
+        return {"finishing": True}
+    return {}
+
+
+def fan_out(state: AgentState, role: Role, bus: Bus, parallel: int) -> list[Send] | None:
+    """One `Send` per unread message of `role`, when it may run as several instances."""
+    if parallel < 2 or not role.fan_out:
+        return None
+    unread = list(bus.view(role.name, state.get("whiteboard", []), state.get("seen", {}).get(role.name, []))
+                  .unread.values())
+    if len(unread) < 2:
+        return None
+    return [Send(fan_out_node_name(role), {**state, "instance": {"number": n, "message": m.msg_id}})
+            for n, m in enumerate(unread, start=1)]
 
 
 def round_end(state: AgentState, runtime: Runtime[RunContext], roles: list[Role], bus: Bus) -> dict[str, Any]:
@@ -74,26 +130,39 @@ def with_ledger(node):
     return wrapped
 
 
-def build_graph(roles: list[Role], bus: Bus, checkpointer: Any = None):
+def build_graph(roles: list[Role], bus: Bus, checkpointer: Any = None, parallel: int = 1):
+    """`parallel`: instances of a fan-out role that may run; 1 runs every role alone
+    (bound the threads with the `max_concurrency` of the run's config)."""
     graph = StateGraph(AgentState, context_schema=RunContext)
     names = [r.name for r in roles]
+    by_name = {r.name: r for r in roles}
     for role in roles:
         graph.add_node(role.name, with_ledger(make_node(role)))
+        if role.fan_out and parallel > 1:
+            graph.add_node(fan_out_node_name(role), make_instance_node(role))
+            graph.add_node(join_node_name(role), with_ledger(join_node))
+            graph.add_edge(fan_out_node_name(role), join_node_name(role))  # the join runs once, after all
 
     def end_of_round(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return round_end(state, runtime, roles, bus)
 
     graph.add_node(ROUND_END, with_ledger(end_of_round))
 
-    def route(state: AgentState) -> str:
-        return next_speaker(state, roles, bus)
+    def route(state: AgentState) -> str | list[Send]:
+        speaker = next_speaker(state, roles, bus)
+        role = by_name.get(speaker)
+        sends = fan_out(state, role, bus, parallel) if role is not None else None
+        return sends or speaker
 
-    def after_round(state: AgentState) -> str:
-        return END if state.get("done") else next_speaker(state, roles, bus)
+    def after_round(state: AgentState) -> str | list[Send]:
+        return END if state.get("done") else route(state)
 
     targets = [*names, ROUND_END]
     graph.add_conditional_edges(START, route, targets)
     for name in names:
         graph.add_conditional_edges(name, route, targets)
+    for role in roles:
+        if role.fan_out and parallel > 1:
+            graph.add_conditional_edges(join_node_name(role), route, targets)
     graph.add_conditional_edges(ROUND_END, after_round, [*targets, END])
     return graph.compile(checkpointer=checkpointer)

@@ -58,3 +58,8 @@ class AgentState(TypedDict, total=False):
     ledger: dict
     """What the run did outside the state, as of this checkpoint: run-log lines written,
     tokens used, model replies per role. A resumed run starts from these numbers."""
+
+    instance: dict
+    """Only in the input of one instance of a fan-out role (`graph/builder.py`): its
+    number and the id of the one message it handles. Never written to the state."""
+

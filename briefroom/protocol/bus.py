@@ -16,6 +16,7 @@ any other role knowing it exists.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
@@ -98,6 +99,16 @@ class InboxView:
         self.seen_len = len(seen)
         self.seen_last = seen[-1] if seen else None
 
+    def without(self, hidden: set[str]) -> "InboxView":
+        """A detached copy lacking the `hidden` messages: an instance of a fan-out role
+        sees its own task, not the tasks its siblings handle at the same time."""
+        copy = InboxView()
+        copy.seen = set(self.seen)
+        for message in self.messages.values():
+            if message.header.msg_id not in hidden:
+                copy.add(message)
+        return copy
+
     @property
     def inbox(self) -> list[AgentMessage]:
         if self._listed is None:
@@ -132,6 +143,9 @@ class Bus:
         self._routes: dict[str, tuple[str, ...]] = {}
         self._superseded: set[str] = set()
         self._views: dict[str, InboxView] = {}
+        # Instances of a fan-out role route and read at the same time: the caches above
+        # change under this lock only (re-entrant: routing happens inside `view`).
+        self.lock = threading.RLock()
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -152,6 +166,13 @@ class Bus:
 
     def recipients(self, message: AgentMessage) -> tuple[str, ...]:
         """Roles this message is routed to (never its sender)."""
+        cached = self._routes.get(message.header.msg_id)
+        if cached is not None:
+            return cached
+        with self.lock:
+            return self._recipients(message)
+
+    def _recipients(self, message: AgentMessage) -> tuple[str, ...]:
         cached = self._routes.get(message.header.msg_id)
         if cached is None:
             cached = self._routes[message.header.msg_id] = self._route(message)
@@ -190,6 +211,10 @@ class Bus:
 
     def view(self, role: str, whiteboard: Sequence[AgentMessage], seen: Sequence[str] = ()) -> InboxView:
         """`role`'s inbox and unread messages for this board and read cursor."""
+        with self.lock:
+            return self._view(role, whiteboard, seen)
+
+    def _view(self, role: str, whiteboard: Sequence[AgentMessage], seen: Sequence[str]) -> InboxView:
         view = self._views.get(role)
         if view is None:
             view = self._views[role] = InboxView()

@@ -22,11 +22,38 @@ class PayloadModel(BaseModel):
     type: str
 
 
+class ArtifactRef(BaseModel):
+    """A pointer to something the team already holds, with a short structured summary:
+    an envelope carries these, never the content itself (the receiver reads the content
+    through a tool when it needs it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ref: str = Field(description="source id, fact id or offloaded-artifact id")
+    kind: Literal["source", "fact", "artifact"]
+    summary: str = Field(max_length=300, description="title and what it holds, one line")
+
+
+# Fields of a task envelope a receiving role may declare in `Role.task_fields`.
+TASK_FIELDS = ("task_id", "version", "lineage", "artifacts")
+
+
 class Instruction(PayloadModel):
-    """A task for a role: the goal from the user, a question to search. The task is the
-    message's content; nothing else travels with it yet."""
+    """A task for a role, as a task-state envelope: the task is the message's content;
+    the envelope says which task it is (`task_id`, `version`), where it came from
+    (`lineage`: its parent task, that task's parent, ... up to the user's goal) and what
+    the team already holds for it (`artifacts`, by reference). A receiving role gets
+    only the fields it declares (`Role.task_fields`)."""
 
     type: Literal["instruction"] = "instruction"
+    task_id: str | None = Field(default=None, description="'t0' is the user's goal; 't<round>.<n>' a sub-task")
+    version: int = Field(default=1, ge=1, description="bumped when the same task is handed out again")
+    lineage: tuple[str, ...] = Field(default=(), description="parent task id first, up to the root")
+    artifacts: tuple[ArtifactRef, ...] = ()
+
+    def path(self) -> str:
+        """Root-first lineage ending in this task, as shown in inspect and on the run page."""
+        return " > ".join([*reversed(self.lineage), self.task_id or "?"])
 
 
 class Conclusion(PayloadModel):
@@ -37,6 +64,7 @@ class Conclusion(PayloadModel):
     subject: str | None = Field(default=None, description="normalised subject key; a newer finding on the "
                                                           "same subject supersedes the older one")
     verbatim_fact: str | None = Field(default=None, description="fact id, when the text was copied by code")
+    task_id: str | None = Field(default=None, description="the task (instruction envelope) this answers")
 
 
 class Critique(PayloadModel):
