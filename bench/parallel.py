@@ -2,7 +2,7 @@
 searcher, over HTTP against an endpoint double that answers every call after a fixed
 latency (the deterministic model's replies, so the reports can be compared).
 
-    python -m bench.parallel [--latency 1.0] [--parallel 3]
+    python -m bench.parallel [--latency 1.0] [--parallel 4]
 
 Prints JSON: per setting, the whole run's wall time, the search phase's wall time (first
 searcher call sent to last searcher reply) and the endpoint's most calls at once; and
@@ -23,7 +23,7 @@ from briefroom.models.endpoint_double import EndpointDouble
 from briefroom.run import ResearchRequest, run_research
 
 ROOT = Path(__file__).resolve().parent.parent
-# Two parts: the Planner hands out each part plus its own sub-question, three in all.
+# Two parts: the Planner hands out each part plus its own two sub-questions, four in all.
 QUESTION = "How big is the 2026 public cloud market and who is growing fastest?"
 CORPUS = ROOT / "scenarios" / "cloud-market" / "corpus"
 
@@ -52,7 +52,7 @@ def one_run(base_url: str, parallel: int, work: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--latency", type=float, default=1.0)
-    parser.add_argument("--parallel", type=int, default=3)
+    parser.add_argument("--parallel", type=int, default=4)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, EndpointDouble(latency=args.latency) as double:
         work = Path(tmp)
