@@ -22,7 +22,7 @@ from briefroom.errors import BriefroomError
 
 if TYPE_CHECKING:
     from briefroom.events import LlmCall
-    from briefroom.inspect import CallRow
+    from briefroom.inspect import CallRow, TaskRow
 
 try:  # typer 0.2x runs on its own copy of click: its exceptions are not click's
     TyperClickException: type[click.ClickException] = importlib.import_module(
@@ -348,6 +348,7 @@ def inspect(
         stdout.print_json(json.dumps([r.as_dict() for r in table]))
     else:
         _print_calls(calls, table)
+        _print_tasks(look.task_rows(events))
     if bad:
         raise _fail(f"{len(bad)} line(s) of run.jsonl are not events (named above); the rest is shown")
 
@@ -371,6 +372,16 @@ def _print_calls(calls: list["LlmCall"], table: list["CallRow"]) -> None:
     for agent, t in sorted(look.totals_by_agent(calls).items()):
         stdout.print(f"{agent}: {t.calls} calls, {t.prompt_tokens} prompt + {t.completion_tokens} "
                      "completion tokens")
+
+
+def _print_tasks(rows: list["TaskRow"]) -> None:
+    """The task tree: lineage, version, who answered, how many conclusions."""
+    if rows:
+        stdout.print("tasks (lineage, root first):")
+    for t in rows:
+        refs = f", {len(t.artifacts)} reference(s) handed over" if t.artifacts else ""
+        stdout.print(f"  {t.path}  v{t.version}  round {t.round}  {', '.join(t.workers) or 'unanswered'}: "
+                     f"{t.conclusions} conclusion(s){refs}  | {t.question[:90]}", markup=False, soft_wrap=True)
 
 
 bench_app = typer.Typer(help="Benchmarks (need a source checkout: the code lives in bench/).")

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from briefroom.errors import ConfigError
-from briefroom.events import BadLine, BuildChange, Event, LlmCall, read_events
+from briefroom.events import BadLine, BuildChange, BusMessage, Event, LlmCall, read_events
+from briefroom.protocol.payloads import Conclusion, Instruction
 
 SECTION_ORDER = ["role", "charter", "tools", "format", "worktable", "memory", "summaries", "sources", "whiteboard", "facts",
                  "history", "task", "turns"]
@@ -38,6 +39,46 @@ def load_events(run_dir: Path, on_bad_line: Callable[[BadLine], None] | None = N
 
 def calls_of(events: Sequence[Event]) -> list[LlmCall]:
     return [e for e in events if isinstance(e, LlmCall)]
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    """One task the run handed out (an instruction's envelope), with what answered it."""
+
+    task_id: str
+    version: int
+    path: str  # lineage, root first: "t0 > t1.2 > t2.1"
+    round: int
+    question: str
+    workers: tuple[str, ...]  # who published its conclusions (`searcher/2` for an instance)
+    conclusions: int
+    artifacts: tuple[str, ...]  # references it was handed out with
+
+
+def task_rows(events: Sequence[Event]) -> list[TaskRow]:
+    """Every task envelope of the run, in the order handed out (a re-issue is a row of
+    its own, with its version), and the conclusions that name it."""
+    messages = [e for e in events if isinstance(e, BusMessage)]
+    answers: dict[str, dict[str, str]] = defaultdict(dict)  # task -> conclusion text -> worker
+    for e in messages:
+        payload = e.message.body.payload
+        if isinstance(payload, Conclusion) and payload.task_id:
+            answers[payload.task_id].setdefault(e.message.body.content, e.agent or "")
+    rows, seen = [], set()
+    for e in messages:
+        payload = e.message.body.payload
+        if not isinstance(payload, Instruction) or not payload.task_id:
+            continue
+        key = (payload.task_id, payload.version)
+        if key in seen:  # a guard's forwarded copy is the same task
+            continue
+        seen.add(key)
+        found = answers.get(payload.task_id, {})
+        rows.append(TaskRow(task_id=payload.task_id, version=payload.version, path=payload.path(),
+                            round=e.message.header.round, question=e.message.body.content,
+                            workers=tuple(dict.fromkeys(found.values())), conclusions=len(found),
+                            artifacts=tuple(a.ref for a in payload.artifacts)))
+    return rows
 
 
 def sections_present(calls: Sequence[LlmCall]) -> list[str]:

@@ -48,6 +48,7 @@ from briefroom.protocol import injection
 from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter, encoding_for_model
 from briefroom.protocol.messages import MsgType, Priority, make_message
+from briefroom.protocol.payloads import Instruction
 from briefroom.protocol.prompt_assembly import Item
 from briefroom.protocol.redaction import redact_text
 from briefroom.protocol.tools import artifact_tool, corpus_tools
@@ -123,8 +124,10 @@ def initial_state(charter: Charter, planner: str, facts: list[Fact] | None = Non
                   sources: dict[str, SourceRecord] | None = None, log_seq: int = 0) -> AgentState:
     """The state a run starts from: the user's goal, addressed to `planner` (the role
     with the capability "plan")."""
+    # The user's goal is the root task, t0: every sub-task's lineage ends in it.
     ask = make_message(sender="user", msg_type=MsgType.INSTRUCTION, receiver=planner, content=charter.goal,
-                       round=1, seq=0, priority=Priority.P0, ttl_rounds=charter.max_rounds)
+                       round=1, seq=0, priority=Priority.P0, ttl_rounds=charter.max_rounds,
+                       payload=Instruction(task_id="t0"))
     return AgentState(charter=charter, round=1, whiteboard=[ask], revisions=0, done=False, report=None,
                       facts=list(facts or []), sources=dict(sources or {}),
                       ledger={"log_seq": log_seq, "tokens_used": 0, "model_calls": {}})

@@ -50,6 +50,7 @@ from briefroom.inspect import (
     call_rows,
     calls_of,
     sections_present,
+    task_rows,
     totals_by_agent,
 )
 from briefroom.records import SourceRecord
@@ -353,6 +354,18 @@ CHECK_SCRIPT = """
 """
 
 
+def _tasks(events: Sequence[Event]) -> str:
+    rows = task_rows(events)
+    if not rows:
+        return "<p>no task envelopes in this run</p>"
+    body = "".join(
+        f"<tr><td><code>{E(t.path)}</code></td><td>v{t.version}</td><td>{t.round}</td><td>{E(t.question)}</td>"
+        f"<td>{E(', '.join(t.workers) or 'unanswered')}</td><td>{t.conclusions}</td>"
+        f"<td>{E(', '.join(t.artifacts))}</td></tr>" for t in rows)
+    return ("<table><tr><th>lineage</th><th>version</th><th>round</th><th>task</th><th>answered by</th>"
+            f"<th>conclusions</th><th>handed over</th></tr>{body}</table>")
+
+
 def render_page(run_dir: Path, events: Sequence[Event]) -> str:
     record = _read_json(run_dir / "run.json", {})
     charter = _read_json(run_dir / "charter.json", {})
@@ -373,7 +386,7 @@ def render_page(run_dir: Path, events: Sequence[Event]) -> str:
         f"{sum(c.prompt_tokens + c.completion_tokens for c in calls):,} tokens",
         f"resumed {resumes} time(s)" if resumes else "",
     ]
-    nav = " · ".join(f'<a href="#{a}">{t}</a>' for a, t in (("report", "report"), ("timeline", "timeline"),
+    nav = " · ".join(f'<a href="#{a}">{t}</a>' for a, t in (("report", "report"), ("timeline", "timeline"), ("tasks", "tasks"),
                                                            ("calls", "model calls"), ("tools", "tools"),
                                                            ("review", "critiques"), ("memory", "memory"),
                                                            ("sources", "sources")))
@@ -399,6 +412,7 @@ font-size: 11px; }} tr.no td {{ color: #777; }} svg {{ max-width: 100%; height: 
 <nav>{nav}</nav>
 <h2 id="report">Report</h2><div class="report">{report_html}</div>
 <h2 id="timeline">Round timeline and message flow</h2>{_timeline(events, roles)}
+<h2 id="tasks">Tasks and their lineage</h2>{_tasks(events)}
 <h2 id="calls">Model calls: what each prompt held, and what was cut</h2>{_calls(events)}
 <h2 id="tools">Tool calls and their envelopes</h2>{_tools(events)}
 <h2 id="review">Critiques and revisions</h2>{_review(events)}

@@ -81,6 +81,7 @@ def step(turn: Turn) -> None:
             turn.note(f"skipped (token budget nearly spent): {instruction.body.content}")
             break
         question = instruction.body.content
+        task_id = turn.task(instruction).get("task_id")
         outcomes = turn.use_tools("Find passages in the corpus that answer the question below.\n"
                                   + mark_data("question", question))
         if not any(o.ok and isinstance(o.result, LocalSearchResult) for o in outcomes):
@@ -99,7 +100,8 @@ def step(turn: Turn) -> None:
                 turn.add_facts(extract_facts(passage.text, record.source_id, "searcher", turn.round))
         if not records:
             turn.publish(MsgType.CONCLUSION, f"No passage in the corpus answers: {question}",
-                         relation=instruction.msg_id, payload=Conclusion(question=question), priority=Priority.P2)
+                         relation=instruction.msg_id, payload=Conclusion(question=question, task_id=task_id),
+                         priority=Priority.P2)
             continue
         ids = [r.source_id for r in records]
         # Finishing (85% of --max-tokens): no model call; the verbatim figures below still go out.
@@ -128,7 +130,7 @@ def step(turn: Turn) -> None:
             key = subject_key(finding.subject)
             older = previous_on_subject(turn.own_messages(), key)
             turn.publish(MsgType.CONCLUSION, claim.text, references=claim.source_ids, relation=instruction.msg_id,
-                         payload=Conclusion(question=question, subject=key), priority=Priority.P1,
+                         payload=Conclusion(question=question, subject=key, task_id=task_id), priority=Priority.P1,
                          supersedes=older.msg_id if older else None)
         relevant = sorted((f for f in turn.all_facts() if f.source_id in ids),
                           key=lambda f: -len(content_words(f.text) & content_words(question)))
@@ -136,10 +138,12 @@ def step(turn: Turn) -> None:
             said.add(fact.text)
             covered = True
             turn.publish(MsgType.CONCLUSION, fact.text, references=[fact.source_id], relation=instruction.msg_id,
-                         payload=Conclusion(question=question, verbatim_fact=fact.fact_id), priority=Priority.P1)
+                         payload=Conclusion(question=question, verbatim_fact=fact.fact_id,
+                                                 task_id=task_id), priority=Priority.P1)
         if not covered:  # passages came back, but nothing in them held up: the team must still hear of it
             turn.publish(MsgType.CONCLUSION, f"No passage in the corpus answers: {question}",
-                         relation=instruction.msg_id, payload=Conclusion(question=question), priority=Priority.P2)
+                         relation=instruction.msg_id, payload=Conclusion(question=question, task_id=task_id),
+                         priority=Priority.P2)
         turn.note(f"searched: {question} -> {len(records)} source(s)")
 
 
@@ -153,6 +157,7 @@ ROLE = Role(
     tools=("local_search", "read_source", "read_artifact"),
     order=20,
     fan_out=True,  # with --parallel N, one instance per sub-question
+    task_fields=("task_id", "lineage", "artifacts"),
     budget_tokens=5000,
     description="searches the corpus and reports sourced conclusions",
 )

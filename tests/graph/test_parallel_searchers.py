@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from briefroom.cli import app
 from briefroom.config import Settings
 from briefroom.events import LlmCall, read_events
+from briefroom.inspect import task_rows
 from briefroom.llm import ModelHandle, ModelPool
 from briefroom.models.cassette import Cassette
 from briefroom.models.deterministic import TEST_PROVIDER_LABEL, DeterministicChatModel
@@ -83,6 +84,12 @@ def test_each_instance_sees_only_its_own_task(small_corpus, data_dir, tmp_path):
     # different instances were given different tasks
     tasks = {prompt.split('type="instruction"')[1][:200] for prompt in firsts.values()}
     assert len(tasks) == len(firsts)
+    # inspect's task tree: each sub-task of the goal answered by the instance that had it
+    rows = task_rows(read_events(out / "run.jsonl"))
+    subtasks = [r for r in rows if r.task_id != "t0"]
+    assert [r.path for r in subtasks] == [f"t0 > t1.{n}" for n in range(1, len(subtasks) + 1)]
+    assert [r.workers for r in subtasks] == [(f"searcher/{n}",) for n in range(1, len(subtasks) + 1)]
+    assert all(r.conclusions for r in subtasks)
 
 
 def test_a_parallel_recording_replays_byte_identical(small_corpus, data_dir, tmp_path):
