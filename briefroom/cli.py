@@ -163,6 +163,10 @@ def research(
     context: Annotated[Optional[str], typer.Option(help="layered (default) or naive: the append-everything baseline")] = None,
     max_tokens: Annotated[Optional[int], typer.Option(min=1000, help="run budget in tokens: at 85% only the Writer "
                                                       "works, at 100% the run stops")] = None,
+    compact_at: Annotated[Optional[str], typer.Option("--compact-at", metavar="WARN,COMPRESS,FINISH",
+                                                      help="shares of --max-tokens at which the run logs a "
+                                                      "warning, builds smaller prompts, and leaves only the "
+                                                      "Writer (default 0.6,0.75,0.85)")] = None,
     share: Annotated[list[str], typer.Option("--share", help="SECTION=FRACTION of a role's budget a prompt section "
                                              "fills first (memory, facts, summaries, whiteboard, sources, "
                                              "worktable)")] = [],
@@ -204,7 +208,7 @@ def research(
                              max_tokens=max_tokens, context_shares=parse_section_values(share, "--share", float),
                              context_floors=parse_section_values(floor, "--floor", int), memory=memory, user=user,
                              session=session, memory_scope=memory_scope, memory_threshold=memory_threshold,
-                             fact_threshold=fact_threshold, parallel=parallel)
+                             fact_threshold=fact_threshold, parallel=parallel, compact_at=compact_at)
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
                                               roles_dirs=list(roles_dir)), settings,
                               progress=_progress(quiet, as_json))

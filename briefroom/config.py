@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from briefroom.errors import ConfigError
 
@@ -42,6 +42,28 @@ class Settings(BaseModel):
     temperature: float = 0.0
     request_timeout: float = Field(default=120.0, gt=0, description="seconds one model call may take")
     parallel: int = Field(default=1, ge=1, le=8, description="searcher instances that may run at the same time")
+    compact_at: tuple[float, float, float] = Field(
+        default=(0.6, 0.75, 0.85), description="shares of --max-tokens at which the run warns, compresses its "
+                                               "prompts, and leaves only the Writer")
+
+    @field_validator("compact_at", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        """`WARN,COMPRESS,FINISH` as typed on the command line or in the environment."""
+        if isinstance(value, str):
+            parts = [p.strip() for p in value.split(",")]
+            if len(parts) != 3:
+                raise ValueError("give three shares, WARN,COMPRESS,FINISH")
+            return tuple(float(p) for p in parts)
+        return value
+
+    @field_validator("compact_at")
+    @classmethod
+    def _ordered(cls, value: tuple[float, float, float]) -> tuple[float, float, float]:
+        warn, compress, finish = value
+        if not 0 < warn <= compress <= finish <= 1:
+            raise ValueError("the shares must satisfy 0 < WARN <= COMPRESS <= FINISH <= 1")
+        return value
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> "Settings":
@@ -60,6 +82,7 @@ class Settings(BaseModel):
             "session": ("BRIEFROOM_SESSION",),
             "request_timeout": ("BRIEFROOM_REQUEST_TIMEOUT",),
             "parallel": ("BRIEFROOM_PARALLEL",),
+            "compact_at": ("BRIEFROOM_COMPACT_AT",),
         }
         for field, names in pick.items():
             for name in names:

@@ -315,6 +315,21 @@ class Finishing(_Base):
     max_tokens: int | None
 
 
+class Compaction(_Base):
+    """The run crossed a compaction threshold (a share of --max-tokens): `warn` says so,
+    `compress` shrinks every later prompt's budget, `finish` leaves only the Writer.
+    Totals before and after: the share used, and the prompt budget a role had and has."""
+
+    event: Literal["compaction"] = "compaction"
+    round: int
+    stage: Literal["warn", "compress", "finish"]
+    tokens_used: int
+    max_tokens: int
+    share_used: float
+    budget_before: int | None = None  # a prompt's budget before compression (compress only)
+    budget_after: int | None = None
+
+
 class SummaryPointReplaced(_Base):
     event: Literal["summary_point_replaced"] = "summary_point_replaced"
     round: int
@@ -402,19 +417,19 @@ class RunEnd(_Base):
 EVENT_TYPES: tuple[type[_Base], ...] = (
     RunStart, RunRestart, RunResume, Index, ModelServer, Models, LlmCall, ContractErrorEvent, BudgetStop,
     ToolCall, ToolResult, Fallback, ClaimRejected, BusMessage, MemoryReuse, ReportRepair, ReportAccepted,
-    Finishing, SummaryPointReplaced, RoundSummaryEvent, RoundEnd, MemoryRead, MemoryWrite, MemoryGates,
-    RunPaused, Interrupted, ErrorEvent, RunEnd,
+    Finishing, Compaction, SummaryPointReplaced, RoundSummaryEvent, RoundEnd, MemoryRead, MemoryWrite,
+    MemoryGates, RunPaused, Interrupted, ErrorEvent, RunEnd,
 )
 
 Event = Annotated[
     Union[RunStart, RunRestart, RunResume, Index, ModelServer, Models, LlmCall, ContractErrorEvent, BudgetStop,
           ToolCall, ToolResult, Fallback, ClaimRejected, BusMessage, MemoryReuse, ReportRepair, ReportAccepted,
-          Finishing, SummaryPointReplaced, RoundSummaryEvent, RoundEnd, MemoryRead, MemoryWrite, MemoryGates,
-          RunPaused, Interrupted, ErrorEvent, RunEnd],
+          Finishing, Compaction, SummaryPointReplaced, RoundSummaryEvent, RoundEnd, MemoryRead, MemoryWrite,
+          MemoryGates, RunPaused, Interrupted, ErrorEvent, RunEnd],
     Field(discriminator="event"),
 ]
-_WITH_ROUND = (TurnEvent, Finishing, SummaryPointReplaced, RoundSummaryEvent, RoundEnd, RunPaused, Interrupted,
-               RunResume)
+_WITH_ROUND = (TurnEvent, Finishing, Compaction, SummaryPointReplaced, RoundSummaryEvent, RoundEnd, RunPaused,
+               Interrupted, RunResume)
 
 
 def round_of(event: Event) -> int | None:

@@ -24,7 +24,7 @@ from typing import Any, Callable
 from briefroom import runs
 from briefroom.agents.base import Role
 from briefroom.agents.registry import bus_for, discover
-from briefroom.agents.run_context import RunContext
+from briefroom.agents.run_context import Compaction, RunContext
 from briefroom.config import Settings
 from briefroom.corpus.embeddings import make_embedder
 from briefroom.corpus.index import CorpusIndex, SyncStats
@@ -300,6 +300,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                              max_tokens=settings.max_tokens, shares=settings.context_shares,
                              floors=settings.context_floors, memory_items=memory_items,
                              memory_threshold=settings.memory_threshold, parallel=settings.parallel,
+                             compaction=Compaction(*settings.compact_at),
                              transcript_path=run_dir / TRANSCRIPT_FILE)
             if resumed:
                 ctx.restore(snapshot.values.get("ledger", {}))

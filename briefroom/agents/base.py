@@ -33,7 +33,6 @@ from briefroom.protocol.tools import ToolOutcome
 from briefroom.records import Charter, Fact, SourceRecord, Worktable
 
 T = TypeVar("T", bound=BaseModel)
-FINISHING_AT = 0.85  # share of --max-tokens after which only the Writer works
 # Message numbers each instance of a fan-out may use in one step (see `Turn._seq_base`).
 INSTANCE_SEQ_BLOCK = 64
 
@@ -140,9 +139,27 @@ class Turn:
 
     @property
     def finishing(self) -> bool:
-        """Past 85% of the run's token budget: wrap up, start nothing new."""
-        budget = self.ctx.max_tokens
-        return bool(self.state.get("finishing")) or bool(budget and self.ctx.tokens_used >= FINISHING_AT * budget)
+        """Past the run's finish threshold (85% of --max-tokens by default): wrap up,
+        start nothing new."""
+        return bool(self.state.get("finishing")) or self.ctx.compaction.stage(
+            self.ctx.tokens_used, self.ctx.max_tokens) == "finish"
+
+    def _compacted(self, budget: int) -> int:
+        """The prompt budget at the run's compaction stage, announcing a stage the first
+        time the run reaches it (totals before and after in the `compaction` event)."""
+        ctx = self.ctx
+        stage = ctx.compaction.stage(ctx.tokens_used, ctx.max_tokens)
+        if stage is None or ctx.max_tokens is None:
+            return budget
+        after = max(256, int(budget * ctx.compaction.squeeze)) if stage in ("compress", "finish") else budget
+        if stage not in ctx.stages_logged:
+            ctx.stages_logged.add(stage)
+            ctx.log.event("compaction", round=self.round, stage=stage, tokens_used=ctx.tokens_used,
+                          max_tokens=ctx.max_tokens, share_used=round(ctx.tokens_used / ctx.max_tokens, 3),
+                          budget_before=budget if after != budget else None,
+                          budget_after=after if after != budget else None)
+            ctx.progress(self.round, self.worker, f"{stage}: {ctx.tokens_used} of {ctx.max_tokens} tokens used")
+        return after
 
     def unread_of(self, msg_type: MsgType) -> list[AgentMessage]:
         return [m for m in self.unread if m.header.msg_type == msg_type]
@@ -238,7 +255,7 @@ class Turn:
         if self.ctx.context_strategy == "naive":
             return naive_prompt(self, task, material or [], facts or [], schema, tools, window)
         return layered_prompt(self, task, material or [], facts or [], schema, tools,
-                              min(self.role.budget_tokens, window))
+                              self._compacted(min(self.role.budget_tokens, window)))
 
     def ask(self, task: str, output: type[T], *, material: list[Item] | None = None, facts: list[Fact] | None = None,
             enums: dict[str, list[str]] | None = None, check: Callable[[T], list[str]] | None = None,

@@ -29,6 +29,36 @@ def _quiet(round: int, agent: str, step: str) -> None:
     return None
 
 
+@dataclass(frozen=True)
+class Compaction:
+    """Shares of the run's token budget (--max-tokens) at which the run tightens:
+    `warn` logs it, `compress` builds every later prompt inside `squeeze` of its budget
+    (the builder compresses and drops by priority), `finish` leaves only the roles with a
+    finishing duty (the Writer drafts from what is known, the Critic checks)."""
+
+    warn: float = 0.6
+    compress: float = 0.75
+    finish: float = 0.85
+    squeeze: float = 0.6
+
+    def __post_init__(self) -> None:
+        if not 0 < self.warn <= self.compress <= self.finish <= 1:
+            raise ValueError("compaction thresholds must satisfy 0 < warn <= compress <= finish <= 1, got "
+                             f"{self.warn}, {self.compress}, {self.finish}")
+        if not 0.1 <= self.squeeze <= 1:
+            raise ValueError(f"compaction squeeze must be between 0.1 and 1, got {self.squeeze}")
+
+    def stage(self, used: int, budget: int | None) -> str | None:
+        """The furthest threshold `used` tokens of `budget` have crossed, if any."""
+        if not budget:
+            return None
+        share = used / budget
+        for name, at in (("finish", self.finish), ("compress", self.compress), ("warn", self.warn)):
+            if share >= at:
+                return name
+        return None
+
+
 @dataclass
 class RunContext:
     bus: Bus
@@ -54,6 +84,8 @@ class RunContext:
     floors: dict[str, int] = field(default_factory=dict)
     tokens_used: int = 0
     parallel: int = 1  # instances of a fan-out role that may run at the same time
+    compaction: Compaction = field(default_factory=Compaction)
+    stages_logged: set[str] = field(default_factory=set)  # compaction stages announced in the log
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def charge(self, tokens: int) -> None:
