@@ -40,6 +40,17 @@ class Finding(BaseModel):
                          json_schema_extra={"x-fill": "subject"})
 
 
+def support(text: str, sources: list[str], texts: dict[str, str]) -> float:
+    """Confidence in a conclusion, by code: the share of its content words its cited
+    sources hold (its numbers are already checked exactly). A sentence copied from a
+    source scores 1.0; a paraphrase scores lower the more words it adds."""
+    words = content_words(text)
+    if not words:
+        return 0.0
+    held = set().union(*(content_words(texts.get(s, "")) for s in sources)) if sources else set()
+    return round(len(words & held) / len(words), 2)
+
+
 def subject_key(subject: str) -> str:
     """Word order and filler words do not make a different subject."""
     return " ".join(sorted(content_words(subject)))
@@ -130,7 +141,9 @@ def step(turn: Turn) -> None:
             key = subject_key(finding.subject)
             older = previous_on_subject(turn.own_messages(), key)
             turn.publish(MsgType.CONCLUSION, claim.text, references=claim.source_ids, relation=instruction.msg_id,
-                         payload=Conclusion(question=question, subject=key, task_id=task_id), priority=Priority.P1,
+                         payload=Conclusion(question=question, subject=key, task_id=task_id,
+                                            confidence=support(claim.text, claim.source_ids, texts)),
+                         priority=Priority.P1,
                          supersedes=older.msg_id if older else None)
         relevant = sorted((f for f in turn.all_facts() if f.source_id in ids),
                           key=lambda f: -len(content_words(f.text) & content_words(question)))
@@ -138,8 +151,8 @@ def step(turn: Turn) -> None:
             said.add(fact.text)
             covered = True
             turn.publish(MsgType.CONCLUSION, fact.text, references=[fact.source_id], relation=instruction.msg_id,
-                         payload=Conclusion(question=question, verbatim_fact=fact.fact_id,
-                                                 task_id=task_id), priority=Priority.P1)
+                         payload=Conclusion(question=question, verbatim_fact=fact.fact_id, task_id=task_id,
+                                            confidence=1.0), priority=Priority.P1)
         if not covered:  # passages came back, but nothing in them held up: the team must still hear of it
             turn.publish(MsgType.CONCLUSION, f"No passage in the corpus answers: {question}",
                          relation=instruction.msg_id, payload=Conclusion(question=question, task_id=task_id),

@@ -65,6 +65,10 @@ class Conclusion(PayloadModel):
                                                           "same subject supersedes the older one")
     verbatim_fact: str | None = Field(default=None, description="fact id, when the text was copied by code")
     task_id: str | None = Field(default=None, description="the task (instruction envelope) this answers")
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0,
+                                     description="how much of the text its cited sources hold, by code: 1.0 "
+                                                 "for a sentence copied from the source; None when nothing "
+                                                 "answers")
 
 
 class Critique(PayloadModel):

@@ -79,3 +79,14 @@ def test_a_role_gets_only_the_envelope_fields_it_declares():
     with pytest.raises(ValueError, match="unknown task field"):
         Role(name="bad", prompt="x.md", subscriptions=(), publications=(), step=lambda t: None,
              task_fields=("owner",))
+
+
+def test_a_conclusions_confidence_is_how_much_of_it_its_sources_hold():
+    from briefroom.agents.searcher import support
+
+    texts = {"S1": "Public cloud spending will reach 723 billion USD in 2026, analysts say."}
+    copied = support("Public cloud spending will reach 723 billion USD in 2026.", ["S1"], texts)
+    padded = support("Public cloud spending will reach 723 billion USD in 2026, driven by generative AI demand.",
+                     ["S1"], texts)
+    assert copied == 1.0 and 0.4 < padded < 1.0
+    assert support("Public cloud spending will reach 723 billion USD in 2026.", ["S2"], texts) == 0.0
