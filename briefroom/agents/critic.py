@@ -13,10 +13,11 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
+from briefroom.memory.reading import backs, memory_item, memory_reader, remembered_fact
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.payloads import Conclusion, Critique, ReportMessage
-from briefroom.records import DEFAULT_CRITERIA, Report
+from briefroom.records import DEFAULT_CRITERIA, Fact, Report
 from briefroom.report.checks import (
     claim_problems,
     draft_problems,
@@ -37,19 +38,80 @@ class Review(BaseModel):
     verdicts: list[Verdict] = Field(min_length=1)
 
 
+# What the code checks say when the cited evidence does not bear a conclusion out. A
+# verified fact from long-term memory may: the Critic looks it up before rejecting. Not
+# for a question (not_a_statement), a fragment, or a model's objection (relevance, which
+# no fact can answer).
+EVIDENCE_PROBLEMS = ("unresolved_citation", "uncited_claim", "ungrounded_claim", "unsupported_number")
+
+
+def _memory_backing(turn: Turn, message: AgentMessage, texts: dict[str, str]) -> tuple[Fact, str] | None:
+    """Decision point: a conclusion about to be rejected for its evidence. Long-term
+    memory is asked for a verified fact on the same subject; one that backs the claim
+    (same numbers, most of its words; `reading.backs`) and whose source is in the corpus,
+    saying it verbatim, joins the run's facts with that source. The lookup is logged.
+
+    Returns the fact and what becomes of the conclusion: "accepted" when, with the
+    memory's source now in the run, the conclusion *as cited* passes the same checks
+    (its citation pointed at a source this run had not retrieved, and memory holds it):
+    it then goes on to the model's review like any other. Otherwise it stays rejected,
+    and the reason names the fact. The reason it is not accepted anyway: the Writer
+    cites an accepted conclusion by its own references, and those do not say it; an
+    acceptance would carry an unverifiable citation into the draft. The claim still
+    reaches the report: the fact is in the run's facts, cited by its original source."""
+    reader = memory_reader(turn.ctx.tools)
+    if reader is None or turn.ctx.index is None:
+        return None
+    found = reader.verified_facts(message.body.content)
+    reader.log(turn.ctx.log, turn.role.name, found)
+    known = {f.fact_id: f for f in turn.all_facts()}
+    for recalled in found:
+        remembered = remembered_fact(recalled, turn.ctx.index)
+        if remembered is None:
+            continue  # its source left the corpus: nothing a citation could resolve to
+        fact, record = remembered
+        fact = known.get(fact.fact_id, fact)
+        if not backs(message.body.content, fact):
+            continue
+        turn.add_sources([record])
+        texts.update(turn.source_texts())
+        passes = bool(message.body.references) and not claim_problems(
+            Claim(text=message.body.content, source_ids=list(message.body.references)), texts)
+        return fact, "accepted" if passes else "rejected"
+    return None
+
+
 def review_conclusions(turn: Turn, conclusions: list[AgentMessage]) -> None:
     texts = turn.source_texts()
     rejected: dict[str, str] = {}
+    from_memory: dict[str, Fact] = {}  # memory facts that backed a conclusion, by fact id
     for message in conclusions:
+        reason, problems = None, []
         if not message.body.references:
-            rejected[message.msg_id] = "no source"
-            continue
-        if len(message.body.content.strip()) < 3:  # "0" from a document of one digit is not a claim
+            reason = "no source"
+        elif len(message.body.content.strip()) < 3:  # "0" from a document of one digit is not a claim
             rejected[message.msg_id] = "too short to be a claim"
             continue
-        problems = claim_problems(Claim(text=message.body.content, source_ids=list(message.body.references)), texts)
-        if problems:
-            rejected[message.msg_id] = problems[0].line()
+        else:
+            problems = claim_problems(Claim(text=message.body.content, source_ids=list(message.body.references)),
+                                      texts)
+            reason = problems[0].line() if problems else None
+        if reason is None:
+            continue
+        if reason == "no source" or any(p.kind in EVIDENCE_PROBLEMS for p in problems):
+            backing = _memory_backing(turn, message, texts)
+            if backing is not None:
+                fact, outcome = backing
+                from_memory[fact.fact_id] = fact
+                asked = message.body.payload
+                turn.ctx.log.event("memory_reuse", agent=turn.role.name, round=turn.round,
+                                   question=(asked.question if isinstance(asked, Conclusion) else "")
+                                   or message.body.content, fact=fact.fact_id, source=fact.source_id)
+                if outcome == "accepted":
+                    continue
+                reason += (f" (long-term memory backs the claim: verified fact {fact.fact_id}, source "
+                           f"{fact.source_id}, joins the facts)")
+        rejected[message.msg_id] = reason
     candidates = [m for m in conclusions if m.msg_id not in rejected]
     if candidates:
         ids = [m.msg_id for m in candidates]
@@ -64,13 +126,17 @@ def review_conclusions(turn: Turn, conclusions: list[AgentMessage]) -> None:
             if verdict.verdict == "reject":
                 rejected[verdict.msg_id] = f"critic: {verdict.reason}"
     accepted = [m for m in conclusions if m.msg_id not in rejected]
-    confirmed = []
+    confirmed = list(from_memory.values())
     for message in accepted:
         for fact in turn.all_facts():
             if fact.source_id in message.body.references and fact.text in message.body.content:
                 confirmed.append(fact.model_copy(update={"confirmed_by": ("searcher", "critic")}))
     if confirmed:
         turn.extra["facts"] = confirmed  # merge_facts adds the confirmations
+    if from_memory:
+        # Used at this decision point: not shown to the Critic again. Its prompts carry no
+        # facts today; a prompt that passes some filters them with `unused_facts`.
+        turn.extra["memory_used"] = {turn.role.name: [i for f in from_memory.values() if (i := memory_item(f))]}
     summary = f"{len(accepted)} conclusion(s) accepted, {len(rejected)} rejected"
     if rejected:
         summary += ": " + "; ".join(f"{k}: {v}" for k, v in rejected.items())

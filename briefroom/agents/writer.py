@@ -1,12 +1,17 @@
-"""Writer: drafts the cited report from accepted conclusions and verified facts."""
+"""Writer: drafts the cited report from accepted conclusions and verified facts.
+
+A part of the question that no verified fact of this run answers is looked up in
+long-term memory before the report says the documents do not say (`fill_from_memory`).
+"""
 
 from __future__ import annotations
 
 import hashlib
 
 from briefroom.agents.base import Role, Turn
+from briefroom.memory.reading import memory_item, memory_reader, remembered_fact, unused_facts
 from briefroom.protocol.bus import Subscription
-from briefroom.protocol.extraction import numbers_in, sentences
+from briefroom.protocol.extraction import content_words, numbers_in, sentences
 from briefroom.protocol.messages import MsgType
 from briefroom.protocol.payloads import Critique, ReportMessage
 from briefroom.protocol.prompt_assembly import mark_data
@@ -18,7 +23,7 @@ from briefroom.report.draft import (
     WriterDraft,
     render_markdown,
 )
-from briefroom.report.language import LABELS, language_of
+from briefroom.report.language import LABELS, language_of, question_parts
 from briefroom.report.outline import outline
 
 
@@ -41,19 +46,101 @@ def passage_sentences(sources: dict[str, SourceRecord], round: int) -> list[Fact
     return out
 
 
-def step(turn: Turn) -> None:
-    conclusions = accepted_conclusions(turn)
+def _evidence(turn: Turn, conclusions) -> tuple[list[Fact], list[str], dict[str, SourceRecord]]:
+    """Confirmed facts, the source ids the draft may cite, and every retrieved source."""
     facts = [f for f in turn.all_facts() if f.confirmed_by]
     earlier = [r for record in turn.state.get("summaries", []) for p in record.summary.conclusions for r in p.source_ids]
     allowed = list(dict.fromkeys([r for m in conclusions for r in m.body.references] + earlier
                                  + [f.source_id for f in facts]))
     sources = turn.all_sources()
-    allowed = [sid for sid in allowed if sid in sources]
+    return facts, [sid for sid in allowed if sid in sources], sources
+
+
+def _ranked(turn: Turn, sources: dict[str, SourceRecord], first: list[Fact] | None = None) -> list[Fact]:
+    """What may open a section: verbatim sentences of retrieved sources, confirmed facts
+    first; sentences without figures too, since "why…" is answered in words."""
+    retrieved = [f for f in turn.all_facts() if f.source_id in sources]
+    return [*(first or []), *sorted(retrieved, key=lambda f: not f.confirmed_by),
+            *passage_sentences(sources, turn.round)]
+
+
+def _unanswered(report: ReportDraft, parts: list[str]) -> list[str]:
+    """The parts whose section cites nothing: where the report says the documents do not say."""
+    return [part for part, section in zip(parts, report.sections) if not any(c.source_ids for c in section.claims)]
+
+
+def _embed(turn: Turn):
+    return turn.ctx.index.embedder.embed if turn.ctx.index is not None else None
+
+
+def fill_from_memory(turn: Turn, gaps: list[str], draft: WriterDraft, asked: set[str]) -> list[Fact]:
+    """Decision point: parts of the question no verified fact of this run answers.
+
+    Before writing that the documents do not say, each such part is looked up in
+    long-term memory (logged). A verified fact found whose source is still in the corpus,
+    saying it verbatim, is tried the way every fact is: the outline decides whether it
+    answers the part (a fact on the subject for another year, or without the figure the
+    part asks for, does not). One that fills a gap joins the run's facts with its original
+    source, so it is cited by that source; it is logged and marked used by the Writer,
+    whose later prompts leave it out (`unused_facts`). The rest are dropped unused."""
+    reader = memory_reader(turn.ctx.tools)
+    gaps = [p for p in gaps if p not in asked]
+    if reader is None or turn.ctx.index is None or not gaps:
+        return []
+    asked.update(gaps)
     goal = turn.charter.goal
+    known = {f.fact_id for f in turn.all_facts()}
+    found: dict[str, tuple[Fact, SourceRecord]] = {}
+    for part in gaps:
+        query = part if len(content_words(part)) >= 3 else goal  # a bare "by how much" is asked with its question
+        recalled = reader.verified_facts(query)
+        reader.log(turn.ctx.log, turn.role.name, recalled)
+        for r in recalled:
+            remembered = remembered_fact(r, turn.ctx.index)
+            if remembered is not None and remembered[0].fact_id not in known | set(found):
+                found[remembered[0].fact_id] = remembered
+    if not found:
+        return []
+    sources = {**{record.source_id: record for _, record in found.values()}, **turn.all_sources()}
+    candidates = [fact for fact, _ in found.values()]
+    probe = outline(draft, _ranked(turn, sources, candidates), goal, {sid: sources[sid].title for sid in sources},
+                    _embed(turn))
+    parts = question_parts(goal)
+    quoted = {part: {(c.text, tuple(c.source_ids)) for c in section.claims}
+              for part, section in zip(parts, probe.sections) if part in gaps}
+    used: list[Fact] = []
+    for fact, record in found.values():
+        filled = next((part for part, claims in quoted.items()
+                       if (f"“{fact.text}”", (fact.source_id,)) in claims), None)
+        if filled is None:
+            continue
+        used.append(fact)
+        turn.add_sources([record])
+        turn.ctx.log.event("memory_reuse", agent=turn.role.name, round=turn.round, question=filled,
+                           fact=fact.fact_id, source=fact.source_id)
+    if used:
+        turn.add_facts(used)
+        marked = turn.extra.setdefault("memory_used", {}).setdefault(turn.role.name, [])
+        marked += [i for f in used if (i := memory_item(f))]
+    return used
+
+
+def step(turn: Turn) -> None:
+    conclusions = accepted_conclusions(turn)
+    facts, allowed, sources = _evidence(turn, conclusions)
+    goal = turn.charter.goal
+    parts = question_parts(goal)
     language = language_of(goal)
     lab = LABELS[language]
     label = " / ".join(sorted(turn.ctx.models.labels))
     footer = lab["generated"].format(label=label)
+    asked: set[str] = set()  # parts looked up in memory this turn
+    if not allowed:
+        # No part of the question has verified evidence: memory is asked for each first.
+        nothing = WriterDraft.model_construct(title=goal, short_answer=Claim.model_construct(text="", source_ids=[]),
+                                              sections=[])
+        if fill_from_memory(turn, parts, nothing, asked):
+            facts, allowed, sources = _evidence(turn, conclusions)
     if not allowed:
         draft = WriterDraft(title=lab["no_evidence_title"].format(goal=goal)[:200],
                             short_answer=Claim.model_construct(text=lab["no_evidence"], source_ids=[]),
@@ -69,13 +156,16 @@ def step(turn: Turn) -> None:
                 f"Write in {lab['language_name']}, the language of the question.")
         if critiques:
             task += "\nThe Critic sent the last draft back:\n" + mark_data("critique", "\n".join(critiques))
-        draft = turn.ask(task, WriterDraft, facts=facts, enums={"source_ids": allowed})
-        # What may open a section: verbatim sentences of retrieved sources, confirmed facts
-        # first; sentences without figures too, since "why…" is answered in words.
-        retrieved = [f for f in turn.all_facts() if f.source_id in sources]
-        ranked = sorted(retrieved, key=lambda f: not f.confirmed_by) + passage_sentences(sources, turn.round)
-        embed = turn.ctx.index.embedder.embed if turn.ctx.index is not None else None
-        report = outline(draft, ranked, goal, {sid: sources[sid].title for sid in sources}, embed)
+        # a memory fact this role already used at a decision point is not shown again
+        draft = turn.ask(task, WriterDraft, facts=unused_facts(facts, turn.state, turn.role.name),
+                         enums={"source_ids": allowed})
+        embed = _embed(turn)
+        report = outline(draft, _ranked(turn, sources), goal, {sid: sources[sid].title for sid in sources}, embed)
+        # Parts nothing verified answers would say "the documents do not say": memory first.
+        if fill_from_memory(turn, _unanswered(report, parts), draft, asked):
+            sources = turn.all_sources()
+            report = outline(draft, _ranked(turn, sources), goal, {sid: sources[sid].title for sid in sources},
+                             embed)
     markdown, cited = render_markdown(report, sources, footer=footer, language=language)
     revision = turn.state.get("revisions", 0)
     turn.extra["report"] = Report(markdown=markdown, cited_sources=tuple(cited), round=turn.round, revision=revision)

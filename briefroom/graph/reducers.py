@@ -85,3 +85,10 @@ def merge_sources(current: dict[str, "SourceRecord"] | None,
         if extra:
             merged[source_id] = old.model_copy(update={"passages": old.passages + extra})
     return merged
+
+
+def merge_memory_used(current: dict[str, list[str]] | None,
+                      update: dict[str, list[str]] | None) -> dict[str, list[str]]:
+    """Per role, the long-term memory items it has used at a decision point: a union,
+    first use first (the same law as the read cursors of `merge_seen`)."""
+    return merge_seen(current, update)

@@ -63,3 +63,7 @@ class AgentState(TypedDict, total=False):
     """Only in the input of one instance of a fan-out role (`graph/builder.py`): its
     number and the id of the one message it handles. Never written to the state."""
 
+    memory_used: Annotated[dict[str, list[str]], reducers.merge_memory_used]
+    """Per role, the long-term memory items (store ids) it used at a decision point: the
+    Critic backing a conclusion, the Writer filling a part of the question. That role's
+    later prompts leave them out (`memory/reading.py`, `unused_facts`)."""

@@ -518,36 +518,13 @@ def memory_tool(store: MemoryStore | None, ns: Namespace | None, scope: Scope, t
     decision points where they choose to call it (declared in the role's tools).
 
     With memory off (`--no-memory`, replays, recordings) the tool still exists, so a
-    role that declares it runs the same way, and it finds nothing."""
-    from pydantic import BaseModel, Field
+    role that declares it runs the same way, and it finds nothing. The tool runs on a
+    `MemoryReader` (`reading.py`), which code at a decision point calls directly
+    (`reading.memory_reader`): the Critic before it rejects, the Writer before it writes
+    that the documents do not say."""
+    from briefroom.memory.reading import MemoryReader, recall_tool
 
-    from briefroom.protocol.tools import Tool
-
-    class RecallArgs(BaseModel):
-        query: str = Field(min_length=2, max_length=400, description="what to look up in long-term memory",
-                           json_schema_extra={"x-fill": "task"})
-
-    class RecalledItem(BaseModel):
-        id: str
-        zone: str
-        text: str
-        similarity: float
-        provenance: dict
-
-    class RecallResult(BaseModel):
-        memories: list[RecalledItem]
-
-    def run(args: BaseModel) -> BaseModel:
-        assert isinstance(args, RecallArgs)
-        if store is None or ns is None:
-            return RecallResult(memories=[])
-        found = [*store.recall(args.query, ns, scope, threshold=threshold, fact_threshold=fact_threshold),
-                 *store.skills_for(args.query, ns, scope, threshold=threshold)]
-        return RecallResult(memories=[RecalledItem(id=r.item_id, zone=r.zone, text=r.text, similarity=r.similarity,
-                                                   provenance=r.provenance) for r in found])
-
-    return Tool("recall_memory", "Look up verified facts, past tasks and skills from earlier runs (data, with "
-                "their provenance).", RecallArgs, RecallResult, run)
+    return recall_tool(MemoryReader(store, ns, scope, threshold, fact_threshold))
 
 
 def _namespace(row: sqlite3.Row) -> dict[str, str]:
