@@ -352,6 +352,7 @@ class RoundEnd(_Base):
     pending: list[str]
     done: bool
     report_accepted: bool
+    discarded: list[str] = []  # left the board with archive policy "discard": not archived
 
 
 class MemoryRead(_Base):

@@ -206,6 +206,16 @@ class Turn:
                                relation=relation, supersedes=supersedes, ttl_rounds=ttl, priority=priority)
         return self._post(message)
 
+    def reply(self, message: AgentMessage, msg_type: MsgType, content: str, *, references: Iterable[str] = (),
+              payload: AnyPayload | None = None, ttl: int = 2, priority: Priority = Priority.P1) -> AgentMessage:
+        """Answer `message` to its sender alone (`relation` = its id): the reply to a
+        question goes back to whoever asked, whatever role that is."""
+        reply = make_message(sender=self.role.name, msg_type=msg_type, content=content, round=self.round,
+                             seq=self._seq_base + len(self.published), receiver=message.header.sender,
+                             references=tuple(references), payload=payload, relation=message.msg_id,
+                             ttl_rounds=ttl, priority=priority)
+        return self._post(reply)
+
     def forward(self, message: AgentMessage) -> AgentMessage:
         """Pass on a message this role guards, unchanged, to the subscribers it was held
         from. A forwarded message that supersedes an older one supersedes this role's

@@ -14,7 +14,7 @@ from briefroom.graph.reducers import merge_sources
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.extraction import content_words, extract_facts
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
-from briefroom.protocol.payloads import Conclusion
+from briefroom.protocol.payloads import Answer, Conclusion, Question
 from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.protocol.tools import (
     LocalSearchArgs,
@@ -86,86 +86,110 @@ def _records(outcomes) -> list[SourceRecord]:
     return list(records.values())
 
 
+def search(turn: Turn, instruction: AgentMessage, task_id: str | None) -> list[AgentMessage]:
+    """Search for one instruction's (or question's) text and publish what answers it;
+    returns the conclusions published."""
+    question = instruction.body.content
+    first = len(turn.published)
+    outcomes = turn.use_tools("Find passages in the corpus that answer the question below.\n"
+                              + mark_data("question", question))
+    if not any(o.ok and isinstance(o.result, LocalSearchResult) for o in outcomes):
+        # The model did not search (or its search failed): search the question itself
+        # so the round still rests on retrieved text, and say so in the log.
+        turn.ctx.log.event("fallback", agent="searcher", round=turn.round, reason="no successful local_search")
+        outcomes.append(run_tool(turn.ctx.tools["local_search"], f"fallback-{instruction.msg_id}",
+                                 LocalSearchArgs(query=question[:400]).model_dump()))
+    records = _records(outcomes)
+    turn.add_sources(records)
+    for outcome in outcomes:
+        if isinstance(outcome.result, ReadSourceResult):
+            turn.add_facts(extract_facts(outcome.result.text, outcome.result.source_id, "searcher", turn.round))
+    for record in records:
+        for passage in record.passages:
+            turn.add_facts(extract_facts(passage.text, record.source_id, "searcher", turn.round))
+    if not records:
+        turn.publish(MsgType.CONCLUSION, f"No passage in the corpus answers: {question}",
+                     relation=instruction.msg_id, payload=Conclusion(question=question, task_id=task_id),
+                     priority=Priority.P2)
+        return turn.published[first:]
+    ids = [r.source_id for r in records]
+    # Finishing (85% of --max-tokens): no model call; the verbatim figures below still go out.
+    if turn.finishing:
+        findings = Findings.model_construct(findings=[])
+    else:
+        findings = turn.ask("State what the passages say that answers the question below.\n"
+                            + mark_data("question", question), Findings,
+                            material=passage_items(records, question), enums={"source_ids": ids})
+    texts = turn.source_texts()
+    said = {m.body.content for m in turn.own_messages()}
+    covered = False  # something answers this question: new here, or already said for another
+    for finding in findings.findings:
+        claim = Claim(text=" ".join(finding.claim.split()), source_ids=list(dict.fromkeys(finding.source_ids)))
+        if claim_problems(claim, texts):
+            fact = closest_fact(claim, [f for f in turn.all_facts() if f.source_id in ids], texts)
+            turn.ctx.log.event("claim_rejected", agent="searcher", round=turn.round, claim=claim.text,
+                               replaced_by=fact.fact_id if fact else None)
+            if fact is None:
+                continue
+            claim = Claim(text=fact.text, source_ids=[fact.source_id])
+        covered = True
+        if claim.text in said:
+            continue
+        said.add(claim.text)
+        key = subject_key(finding.subject)
+        older = previous_on_subject(turn.own_messages(), key)
+        turn.publish(MsgType.CONCLUSION, claim.text, references=claim.source_ids, relation=instruction.msg_id,
+                     payload=Conclusion(question=question, subject=key, task_id=task_id,
+                                        confidence=support(claim.text, claim.source_ids, texts)),
+                     priority=Priority.P1,
+                     supersedes=older.msg_id if older else None)
+    relevant = sorted((f for f in turn.all_facts() if f.source_id in ids),
+                      key=lambda f: -len(content_words(f.text) & content_words(question)))
+    for fact in [f for f in relevant if f.text not in said][:VERBATIM_FIGURES_PER_QUESTION]:
+        said.add(fact.text)
+        covered = True
+        turn.publish(MsgType.CONCLUSION, fact.text, references=[fact.source_id], relation=instruction.msg_id,
+                     payload=Conclusion(question=question, verbatim_fact=fact.fact_id, task_id=task_id,
+                                        confidence=1.0), priority=Priority.P1)
+    if not covered:  # passages came back, but nothing in them held up: the team must still hear of it
+        turn.publish(MsgType.CONCLUSION, f"No passage in the corpus answers: {question}",
+                     relation=instruction.msg_id, payload=Conclusion(question=question, task_id=task_id),
+                     priority=Priority.P2)
+    turn.note(f"searched: {question} -> {len(records)} source(s)")
+    return turn.published[first:]
+
+
+def answer(turn: Turn, question: AgentMessage, found: list[AgentMessage]) -> None:
+    """Reply to a role's question, to that role: the best-supported conclusion found for
+    it (its conclusions also went to the team, for the Critic to check)."""
+    sourced = [m for m in found if m.body.references]
+    best = max(sourced, key=lambda m: m.payload_as(Conclusion).confidence or 0.0, default=None)
+    text = best.body.content if best else f"No passage in the corpus answers: {question.body.content}"
+    turn.reply(question, MsgType.ANSWER, text, references=best.body.references if best else (),
+               payload=Answer(question=question.body.content, answered=best is not None,
+                              confidence=best.payload_as(Conclusion).confidence if best else None))
+
+
 def step(turn: Turn) -> None:
     for instruction in turn.unread_of(MsgType.INSTRUCTION)[:MAX_INSTRUCTIONS_PER_TURN]:
         if turn.finishing:
             turn.note(f"skipped (token budget nearly spent): {instruction.body.content}")
             break
-        question = instruction.body.content
-        task_id = turn.task(instruction).get("task_id")
-        outcomes = turn.use_tools("Find passages in the corpus that answer the question below.\n"
-                                  + mark_data("question", question))
-        if not any(o.ok and isinstance(o.result, LocalSearchResult) for o in outcomes):
-            # The model did not search (or its search failed): search the question itself
-            # so the round still rests on retrieved text, and say so in the log.
-            turn.ctx.log.event("fallback", agent="searcher", round=turn.round, reason="no successful local_search")
-            outcomes.append(run_tool(turn.ctx.tools["local_search"], f"fallback-{instruction.msg_id}",
-                                     LocalSearchArgs(query=question[:400]).model_dump()))
-        records = _records(outcomes)
-        turn.add_sources(records)
-        for outcome in outcomes:
-            if isinstance(outcome.result, ReadSourceResult):
-                turn.add_facts(extract_facts(outcome.result.text, outcome.result.source_id, "searcher", turn.round))
-        for record in records:
-            for passage in record.passages:
-                turn.add_facts(extract_facts(passage.text, record.source_id, "searcher", turn.round))
-        if not records:
-            turn.publish(MsgType.CONCLUSION, f"No passage in the corpus answers: {question}",
-                         relation=instruction.msg_id, payload=Conclusion(question=question, task_id=task_id),
-                         priority=Priority.P2)
-            continue
-        ids = [r.source_id for r in records]
-        # Finishing (85% of --max-tokens): no model call; the verbatim figures below still go out.
+        search(turn, instruction, turn.task(instruction).get("task_id"))
+    for question in turn.unread_of(MsgType.QUESTION)[:MAX_INSTRUCTIONS_PER_TURN]:
         if turn.finishing:
-            findings = Findings.model_construct(findings=[])
-        else:
-            findings = turn.ask("State what the passages say that answers the question below.\n"
-                              + mark_data("question", question), Findings,
-                                material=passage_items(records, question), enums={"source_ids": ids})
-        texts = turn.source_texts()
-        said = {m.body.content for m in turn.own_messages()}
-        covered = False  # something answers this question: new here, or already said for another
-        for finding in findings.findings:
-            claim = Claim(text=" ".join(finding.claim.split()), source_ids=list(dict.fromkeys(finding.source_ids)))
-            if claim_problems(claim, texts):
-                fact = closest_fact(claim, [f for f in turn.all_facts() if f.source_id in ids], texts)
-                turn.ctx.log.event("claim_rejected", agent="searcher", round=turn.round, claim=claim.text,
-                                   replaced_by=fact.fact_id if fact else None)
-                if fact is None:
-                    continue
-                claim = Claim(text=fact.text, source_ids=[fact.source_id])
-            covered = True
-            if claim.text in said:
-                continue
-            said.add(claim.text)
-            key = subject_key(finding.subject)
-            older = previous_on_subject(turn.own_messages(), key)
-            turn.publish(MsgType.CONCLUSION, claim.text, references=claim.source_ids, relation=instruction.msg_id,
-                         payload=Conclusion(question=question, subject=key, task_id=task_id,
-                                            confidence=support(claim.text, claim.source_ids, texts)),
-                         priority=Priority.P1,
-                         supersedes=older.msg_id if older else None)
-        relevant = sorted((f for f in turn.all_facts() if f.source_id in ids),
-                          key=lambda f: -len(content_words(f.text) & content_words(question)))
-        for fact in [f for f in relevant if f.text not in said][:VERBATIM_FIGURES_PER_QUESTION]:
-            said.add(fact.text)
-            covered = True
-            turn.publish(MsgType.CONCLUSION, fact.text, references=[fact.source_id], relation=instruction.msg_id,
-                         payload=Conclusion(question=question, verbatim_fact=fact.fact_id, task_id=task_id,
-                                            confidence=1.0), priority=Priority.P1)
-        if not covered:  # passages came back, but nothing in them held up: the team must still hear of it
-            turn.publish(MsgType.CONCLUSION, f"No passage in the corpus answers: {question}",
-                         relation=instruction.msg_id, payload=Conclusion(question=question, task_id=task_id),
-                         priority=Priority.P2)
-        turn.note(f"searched: {question} -> {len(records)} source(s)")
+            turn.reply(question, MsgType.ANSWER, "Not searched: the run's token budget is nearly spent.",
+                       payload=Answer(question=question.body.content, answered=False))
+            continue
+        answer(turn, question, search(turn, question, question.payload_as(Question).task_id))
 
 
 ROLE = Role(
     name="searcher",
     prompt="searcher.md",
-    subscriptions=(Subscription(msg_type=MsgType.INSTRUCTION),),
+    subscriptions=(Subscription(msg_type=MsgType.INSTRUCTION), Subscription(msg_type=MsgType.QUESTION)),
     capabilities=("search",),
-    publications=(MsgType.CONCLUSION,),
+    publications=(MsgType.CONCLUSION, MsgType.ANSWER),
     step=step,
     tools=("local_search", "read_source", "read_artifact"),
     order=20,

@@ -12,8 +12,8 @@ from briefroom.agents.base import Role, Turn
 from briefroom.memory.reading import memory_item, memory_reader, remembered_fact, unused_facts
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.extraction import content_words, numbers_in, sentences
-from briefroom.protocol.messages import MsgType
-from briefroom.protocol.payloads import Critique, ReportMessage
+from briefroom.protocol.messages import MsgType, Priority
+from briefroom.protocol.payloads import Answer, Critique, Question, ReportMessage
 from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.records import Fact, Report, SourceRecord
 from briefroom.report.draft import (
@@ -125,7 +125,27 @@ def fill_from_memory(turn: Turn, gaps: list[str], draft: WriterDraft, asked: set
     return used
 
 
+def ask_searcher(turn: Turn, parts: list[str]) -> None:
+    """Decision point after memory: a part of the question nothing verified answers is
+    asked of whoever can search (`question` message, answered to the Writer), once per
+    run and only while a round remains for the answer to arrive."""
+    if turn.finishing or turn.round >= turn.charter.max_rounds:
+        return
+    mine = [*turn.state.get("archive", []), *turn.state.get("whiteboard", []), *turn.published]
+    asked = {m.body.content for m in mine if m.header.sender == turn.role.name
+             and m.header.msg_type is MsgType.QUESTION}
+    goal = turn.charter.goal
+    for part in parts:
+        text = part if len(content_words(part)) >= 3 else goal  # "by how much" is asked with its question
+        if text in asked:
+            continue
+        asked.add(text)
+        turn.publish(MsgType.QUESTION, text, to="search", payload=Question(), priority=Priority.P1)
+
+
 def step(turn: Turn) -> None:
+    for reply in turn.unread_of(MsgType.ANSWER):  # its evidence came as conclusions, checked by the Critic
+        turn.note(f"asked: {reply.payload_as(Answer).question} -> {reply.body.content[:160]}")
     conclusions = accepted_conclusions(turn)
     facts, allowed, sources = _evidence(turn, conclusions)
     goal = turn.charter.goal
@@ -166,6 +186,7 @@ def step(turn: Turn) -> None:
             sources = turn.all_sources()
             report = outline(draft, _ranked(turn, sources), goal, {sid: sources[sid].title for sid in sources},
                              embed)
+        ask_searcher(turn, _unanswered(report, parts))
     markdown, cited = render_markdown(report, sources, footer=footer, language=language)
     revision = turn.state.get("revisions", 0)
     turn.extra["report"] = Report(markdown=markdown, cited_sources=tuple(cited), round=turn.round, revision=revision)
@@ -176,9 +197,10 @@ def step(turn: Turn) -> None:
 ROLE = Role(
     name="writer",
     prompt="writer.md",
-    subscriptions=(Subscription(msg_type=MsgType.CONCLUSION), Subscription(msg_type=MsgType.CRITIQUE)),
+    subscriptions=(Subscription(msg_type=MsgType.CONCLUSION), Subscription(msg_type=MsgType.CRITIQUE),
+                   Subscription(msg_type=MsgType.ANSWER)),
     capabilities=("draft",),
-    publications=(MsgType.REPORT,),
+    publications=(MsgType.REPORT, MsgType.QUESTION),
     step=step,
     order=40,
     finishing_duty="draft",

@@ -21,7 +21,7 @@ from briefroom.graph.routing import ROUND_END, next_speaker, roles_with_unread
 from briefroom.graph.state import AgentState
 from briefroom.graph.summary import summarize_round
 from briefroom.protocol.bus import Bus
-from briefroom.protocol.messages import Priority
+from briefroom.protocol.messages import ArchivePolicy, Priority
 
 
 def make_node(role: Role):
@@ -103,6 +103,7 @@ def round_end(state: AgentState, runtime: Runtime[RunContext], roles: list[Role]
         # not read yet (e.g. the Critic's gaps for the Planner) stays on the board.
         seen = {role: set(ids) for role, ids in state.get("seen", {}).items()}
         replaced = [m for m in live if m.header.round == current and m.metadata.priority != Priority.P0
+                    and m.metadata.archive_policy is not ArchivePolicy.ARCHIVE
                     and all(m.msg_id in seen.get(r, ()) for r in bus.recipients(m))]
         if replaced:
             update["summaries"] = [summarize_round(state, ctx, replaced)]
@@ -110,11 +111,14 @@ def round_end(state: AgentState, runtime: Runtime[RunContext], roles: list[Role]
             gone = {m.msg_id for m in replaced}
             live = [m for m in live if m.msg_id not in gone]
         update["round"] = current + 1
+    # Each message's archive policy decides what the state keeps of it (the log keeps all).
+    discarded = [m.msg_id for m in expired if m.metadata.archive_policy is ArchivePolicy.DISCARD]
     ctx.log.event("round_end", round=current, expired=[m.msg_id for m in expired], live=len(live),
-                  pending=pending, done=done,
+                  pending=pending, done=done, discarded=discarded,
                   report_accepted=bool((report := state.get("report")) and report.accepted))
     ctx.progress(current, "round_end", "done" if done else "next round")
-    update.update({"whiteboard": Overwrite(live), "archive": expired})
+    update.update({"whiteboard": Overwrite(live),
+                   "archive": [m for m in expired if m.metadata.archive_policy is not ArchivePolicy.DISCARD]})
     return update
 
 

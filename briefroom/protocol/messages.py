@@ -25,6 +25,16 @@ class MsgType(str, Enum):
     CONCLUSION = "conclusion"
     REPORT = "report"
     CRITIQUE = "critique"
+    QUESTION = "question"
+    ANSWER = "answer"
+
+
+class ArchivePolicy(str, Enum):
+    """What happens to a message when it leaves the whiteboard (round end)."""
+
+    SUMMARIZE = "summarize"  # once every recipient read it, folded into the round's summary, then archived
+    ARCHIVE = "archive"  # kept verbatim: live until its TTL, never summarized away, then archived
+    DISCARD = "discard"  # not archived: the run log keeps it for the audit, the state does not
 
 
 class Priority(str, Enum):
@@ -62,6 +72,7 @@ class Metadata(BaseModel):
 
     ttl_rounds: int = Field(default=2, ge=1)
     priority: Priority = Priority.P2
+    archive_policy: ArchivePolicy = ArchivePolicy.SUMMARIZE
 
 
 class AgentMessage(BaseModel):
@@ -100,6 +111,7 @@ def make_message(
     supersedes: str | None = None,
     ttl_rounds: int = 2,
     priority: Priority = Priority.P2,
+    archive_policy: ArchivePolicy | None = None,
 ) -> AgentMessage:
     """Build a message whose id is derived from its content and position.
 
@@ -124,8 +136,14 @@ def make_message(
     if payload.type != msg_type.value:
         raise ValueError(f"a {msg_type.value} message cannot carry a {payload.type} payload")
     body = Body(content=content, payload=payload, references=tuple(references))
-    return AgentMessage(header=header, body=body, metadata=Metadata(ttl_rounds=ttl_rounds, priority=priority))
+    policy = archive_policy or _ARCHIVE_OF.get(msg_type, ArchivePolicy.SUMMARIZE)
+    return AgentMessage(header=header, body=body,
+                        metadata=Metadata(ttl_rounds=ttl_rounds, priority=priority, archive_policy=policy))
 
+
+# A task keeps its identity for the whole run (lineage, versions): archived verbatim.
+# A report draft lives on in the state's `report` and in the run log: not archived.
+_ARCHIVE_OF = {MsgType.INSTRUCTION: ArchivePolicy.ARCHIVE, MsgType.REPORT: ArchivePolicy.DISCARD}
 
 # The payload a message of each type carries when its sender adds nothing.
 _PAYLOAD_OF: dict[MsgType, type[Instruction] | type[Conclusion]] = {MsgType.INSTRUCTION: Instruction, MsgType.CONCLUSION: Conclusion}

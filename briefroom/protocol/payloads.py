@@ -84,6 +84,25 @@ class Critique(PayloadModel):
     gaps: tuple[str, ...] = ()
 
 
+class Question(PayloadModel):
+    """A question one role asks the role with a capability (`to="search"`): the text
+    is the message's content; the answer comes back as an `answer` message whose
+    `relation` is this message's id."""
+
+    type: Literal["question"] = "question"
+    task_id: str | None = Field(default=None, description="the task the asker is working on, if any")
+
+
+class Answer(PayloadModel):
+    """The reply to a `question` message, addressed to whoever asked (the message's
+    content is the answer, its references the sources)."""
+
+    type: Literal["answer"] = "answer"
+    question: str = Field(description="the question's text, as asked")
+    answered: bool = Field(description="False: the answerer found nothing that holds up")
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
 class ReportMessage(PayloadModel):
     """A report draft for review: the structured draft, its Markdown and its footer."""
 
@@ -93,5 +112,5 @@ class ReportMessage(PayloadModel):
     footer: str = ""
 
 
-AnyPayload = Instruction | Conclusion | Critique | ReportMessage
+AnyPayload = Instruction | Conclusion | Critique | Question | Answer | ReportMessage
 Payload = Annotated[AnyPayload, Field(discriminator="type")]

@@ -22,6 +22,7 @@ from briefroom.events import (
     ErrorEvent,
     Event,
     Fallback,
+    Compaction,
     Finishing,
     HandleInfo,
     Index,
@@ -107,6 +108,8 @@ EXAMPLES: list[Event] = [
     ReportRepair(agent="critic", round=1, repair="replaced: 71.2"),
     ReportAccepted(agent="critic", round=1, repairs=1, cited=2, criteria={"Every [n] resolves.": "✓"}),
     Finishing(round=2, tokens_used=8500, max_tokens=10000),
+    Compaction(round=2, stage="compress", tokens_used=7600, max_tokens=10000, share_used=0.76,
+               budget_before=5000, budget_after=3000),
     SummaryPointReplaced(round=1, text="A guess.", replaced_by="f2"),
     RoundSummaryEvent(round=1, summary=RoundSummaryPayload(
         conclusions=[SummaryPointPayload(text="It is 723 billion.", source_ids=["S1"])],
@@ -127,7 +130,7 @@ EXAMPLES: list[Event] = [
 
 
 def test_every_kind_has_an_example_here():
-    assert {e.event for e in EXAMPLES} == KINDS and len(KINDS) == 28
+    assert {e.event for e in EXAMPLES} == KINDS and len(KINDS) == 29
 
 
 def test_every_kind_round_trips_through_the_file(tmp_path):
