@@ -46,7 +46,8 @@ def join_node_name(role: Role) -> str:
 
 # State fields several instances may write in one step: those with a reducer. The rest
 # (`finishing`, `ledger`) are written once, by the join node after them.
-_JOINED_FIELDS = frozenset({"whiteboard", "archive", "seen", "worktables", "facts", "sources", "summaries"})
+_JOINED_FIELDS = frozenset({"whiteboard", "archive", "seen", "worktables", "facts", "sources", "summaries",
+                            "memory_used"})
 
 
 def make_instance_node(role: Role):
