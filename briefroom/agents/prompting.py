@@ -9,12 +9,14 @@ output, for every role; it exists to be measured against.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import TYPE_CHECKING
 
 from briefroom.prompts import load_template, render
 from briefroom.protocol.extraction import content_words, relevance, sentences
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
+from briefroom.protocol.payloads import Instruction
 from briefroom.protocol.prompt_assembly import (
     DATA_NOTICE,
     DEFAULT_FLOORS,
@@ -64,30 +66,82 @@ def stable_sections(turn: "Turn", schema: dict | None, tools: list[dict] | None)
     return stable
 
 
-_FORMS: dict[str, tuple[str, str, frozenset[str]]] = {}
+_Forms = tuple[str, str, frozenset[str]]
+_FORMS: dict[tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]], _Forms] = {}
 
 
-def _message_forms(message: AgentMessage) -> tuple[str, str, frozenset[str]]:
-    """Full and shortened data blocks and content words; messages are immutable and their
-    ids derive from their content, so each is rendered once per process."""
-    cached = _FORMS.get(message.msg_id)
+def envelope_view(message: AgentMessage, fields: tuple[str, ...]) -> tuple[tuple[tuple[str, str], ...],
+                                                                           tuple[str, ...]]:
+    """An instruction's task envelope as its receiver may see it: attributes for the
+    fields it declared (`Role.task_fields`) and one line per artifact reference, if it
+    declared `artifacts`. Nothing it did not declare; nothing for other messages."""
+    if message.header.msg_type != MsgType.INSTRUCTION or not fields \
+            or not isinstance(message.body.payload, Instruction):
+        return (), ()
+    task = message.body.payload
+    attrs: list[tuple[str, str]] = []
+    if "task_id" in fields and task.task_id:
+        attrs.append(("task", task.task_id))
+    if "version" in fields:
+        attrs.append(("version", str(task.version)))
+    if "lineage" in fields and task.lineage:
+        attrs.append(("lineage", "/".join(reversed(task.lineage))))  # root first (">" is not allowed in a tag)
+    refs: tuple[str, ...] = ()
+    if "artifacts" in fields:
+        refs = tuple(f"{a.ref} ({a.kind}): {a.summary}" for a in task.artifacts)
+    return tuple(attrs), refs
+
+
+def _message_forms(message: AgentMessage, fields: tuple[str, ...] = ()) -> _Forms:
+    """Full and shortened data blocks and content words. Messages are immutable and
+    their ids derive from their content, so each is rendered once per process for each
+    envelope view of it (an id does not cover the payload, so the view is in the key)."""
+    attrs_of_task, artifacts = envelope_view(message, fields)
+    key = (message.msg_id, attrs_of_task, artifacts)
+    cached = _FORMS.get(key)
     if cached is not None:
         return cached
     if len(_FORMS) > 50_000:
         _FORMS.clear()
     attrs = {"id": message.msg_id, "type": message.header.msg_type.value, "from": message.header.sender,
-             "refs": ",".join(message.body.references)}
+             "refs": ",".join(message.body.references), **dict(attrs_of_task)}
+    body = message.body.content
+    if artifacts:
+        body += "\nAlready held for this task (read them with your tools when needed):\n" + \
+            "\n".join(f"- {line}" for line in artifacts)
+    short_attrs = {**attrs, **({"artifacts": ",".join(line.split(" ", 1)[0] for line in artifacts)}
+                               if artifacts else {})}
     first = (sentences(message.body.content) or [message.body.content])[0][:240]
-    forms = (mark_data("message", message.body.content, **attrs),
-             mark_data("message", first + " [shortened]", **attrs), frozenset(content_words(message.body.content)))
-    _FORMS[message.msg_id] = forms
+    forms = (mark_data("message", body, **attrs),
+             mark_data("message", first + " [shortened]", **short_attrs),
+             frozenset(content_words(message.body.content)))
+    _FORMS[key] = forms
     return forms
 
 
-def message_item(message: AgentMessage, priority: Priority, task_words: frozenset[str]) -> Item:
-    full, short, words = _message_forms(message)
+def message_needs(message: AgentMessage) -> tuple[str, ...]:
+    """What a message rests on, by item name: a conclusion needs the instruction it
+    answers (its relation) and a passage of each source it cites. `layered_prompt`
+    keeps only the names present in the prompt."""
+    if message.header.msg_type != MsgType.CONCLUSION:
+        return ()
+    relation = (message.header.relation,) if message.header.relation else ()
+    return (*relation, *(source_name(s) for s in message.body.references))
+
+
+def source_name(source_id: str) -> str:
+    """The name every passage of a source answers to (`Item.provides`)."""
+    return f"source:{source_id}"
+
+
+def message_item(message: AgentMessage, priority: Priority, task_words: frozenset[str],
+                 task_fields: tuple[str, ...] = ()) -> Item:
+    """A message as a data block; `task_fields`: the envelope fields the receiving role
+    declared (an instruction shows those and no others)."""
+    full, short, words = _message_forms(message, task_fields)
     score = len(words & task_words) / len(task_words) if task_words else 0.0
-    return Item(message.msg_id, full, priority, int(message.header.timestamp), score, compressed=short)
+    return Item(message.msg_id, full, priority, int(message.header.timestamp), score, compressed=short,
+                needs=message_needs(message))
 
 
 def fact_item(fact: Fact, order: int, task: str) -> Item:
@@ -103,7 +157,18 @@ def passage_item(key: str, text: str, source_id: str, title: str, order: int, ta
     return Item(key, mark_data("passage", text, source=source_id, title=title), Priority.P1, order,
                 relevance(text, task),
                 compressed=mark_data("passage", " ".join(keep)[:600] + " [extract]", source=source_id, title=title)
-                if keep else None)
+                if keep else None, provides=(source_name(source_id),))
+
+
+def within_prompt(sections: list[Section]) -> list[Section]:
+    """Needs cut to the names this prompt has: what a conclusion rests on is kept with
+    it when it is here at all (an instruction past its TTL, a source nobody retrieved
+    for this role, cannot be). The builder then never shows an item without what is
+    left of its needs."""
+    names = {name for s in sections for it in s.items if it.text for name in (it.key, *it.provides)}
+    return [Section(s.name, s.title, [dataclasses.replace(it, needs=tuple(n for n in it.needs if n in names))
+                                      if any(n not in names for n in it.needs) else it for it in s.items],
+                    s.by_rank) for s in sections]
 
 
 def focus_items(facts: list[Fact], task: str) -> list[Item]:
@@ -144,7 +209,13 @@ def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fa
     prefiltered = [Decision("whiteboard", f"<{older - len(kept_old)} older messages>", "dropped",
                             f"older than the {BOARD_CANDIDATES} newest", 0, older - len(kept_old))] \
         if older > len(kept_old) else []
-    board = [message_item(m, Priority.P0 if must_keep(m) else m.metadata.priority, task_words) for m in candidates]
+    fields = turn.role.task_fields  # what this role sees of an instruction's envelope
+
+    def board_item(m: AgentMessage) -> Item:
+        priority = Priority.P0 if must_keep(m) else m.metadata.priority
+        return message_item(m, priority, task_words, fields) if fields else message_item(m, priority, task_words)
+
+    board = [board_item(m) for m in candidates]
     summaries = [Item(f"summary{r.round}", mark_data("summary", r.render(), round=str(r.round)), Priority.P1, r.round,
                       relevance(r.render(), task),
                       compressed=mark_data("summary", "\n".join(p.text for p in r.summary.conclusions),
@@ -167,6 +238,7 @@ def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fa
                Section("sources", "## Sources", material, by_rank=True),
                Section("worktable", "## Your worktable (private notes)", work)]
     task_section = Section("task", "## Current task", [*focus_items(facts, task), Item("task", task, Priority.P0)])
+    dynamic = within_prompt(dynamic)
     builder = ContextBuilder(turn.ctx.counter, budget, shares={**DEFAULT_SHARES, **turn.ctx.shares},
                              floors={**DEFAULT_FLOORS, **turn.ctx.floors})
     return builder.build(stable_sections(turn, schema, tools), dynamic, task_section, prefiltered)

@@ -15,6 +15,14 @@ Budgeting by priority:
 - A P1 item that does not fit is compressed (its structured/short form) before it is
   dropped; P2/P3 items are dropped. Every decision is recorded in BuildStats, so
   included + compressed + dropped = candidates for every call.
+
+Dependency closure: an item may name the items it rests on (`Item.needs`: their keys,
+or a name several items answer to through `Item.provides`, met by any one of them).
+An item is never shown without what it needs: keeping it keeps its needs (they are
+chosen together and paid for together), and when they do not fit, or were dropped,
+or are not in the prompt at all, it is dropped too, with "needs X" as the reason. A
+conclusion keeps the instruction it answers and a passage it rests on; a tool result
+its call. The needs of a P0 item are kept like P0.
 """
 
 from __future__ import annotations
@@ -94,6 +102,11 @@ class Item:
     order: int = 0  # recency: higher = newer
     relevance: float = 0.0  # 0..1, overlap with the current task
     compressed: str | None = None  # shorter form tried before a P1 item is dropped
+    # Names of the items this one rests on: an item key, or a name from other items'
+    # `provides` (then any one of those items will do). See the module docstring.
+    needs: tuple[str, ...] = ()
+    # Further names a need may use for this item, e.g. "source:S1234abcd" for a passage.
+    provides: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # A leading newline would merge with the separator before it into other tokens;
@@ -175,17 +188,14 @@ class ContextBuilder:
         """`prefiltered`: bulk decisions the caller already made (recorded, not re-ranked)."""
         stats = BuildStats(list(prefiltered or []))
         stable, dynamic, tasks = (self._drop_empty(group, stats) for group in (stable, dynamic, [task]))
+        graph = _Needs([*stable, *dynamic, *tasks], stats)  # drops (and records) items whose needs are absent
+        stable, dynamic, tasks = (graph.present(group) for group in (stable, dynamic, tasks))
         sections = [*stable, *dynamic, *tasks]
         # An item costs what its piece of the rendered prompt costs (text + separator):
         # the same string `_render` counts, so each item is encoded once, not twice.
         def count(text: str) -> int:
             return self.counter.count(text + SEPARATOR)
 
-        fixed = sum(count(it.text) for s in sections for it in s.items if it.priority == Priority.P0)
-        fixed += sum(self.counter.count(s.title + "\n") for s in sections if s.items)
-        if fixed > self.budget:
-            raise FatalBreaker(f"must-keep context (charter, task, instructions, open critiques) needs {fixed} "
-                               f"tokens but the role's input budget is {self.budget}; raise the budget or shorten them")
         chosen: dict[int, str] = {}  # id(item) -> text to render
         ranked: dict[str, list[Item]] = {}
         for section in sections:
@@ -193,10 +203,28 @@ class ContextBuilder:
             by_age = sorted(optional, key=lambda it: it.order)
             recency = {id(it): (i / max(len(by_age) - 1, 1)) for i, it in enumerate(by_age)}
             ranked[section.name] = sorted(optional, key=lambda it: _rank_key(it, recency[id(it)]))
+        graph.rank(ranked)
+        pinned: set[int] = set()  # P0 items and what they need: never cut
+        for section in sections:
             for it in section.items:
                 if it.priority == Priority.P0:
                     chosen[id(it)] = it.text
+                    pinned.add(id(it))
                     stats.decisions.append(Decision(section.name, it.key, "included", "P0: never cut", count(it.text)))
+        for section in sections:
+            for it in section.items:
+                if it.priority == Priority.P0:
+                    for dep in graph.needed(it, chosen):
+                        chosen[id(dep)] = dep.text
+                        pinned.add(id(dep))
+                        stats.decisions.append(Decision(graph.section_of(dep), dep.key, "included",
+                                                        f"{dep.priority.value}: needed by P0 {it.key}",
+                                                        count(dep.text)))
+        fixed = sum(count(chosen[id(it)]) for s in sections for it in s.items if id(it) in pinned)
+        fixed += sum(self.counter.count(s.title + "\n") for s in sections if s.items)
+        if fixed > self.budget:
+            raise FatalBreaker(f"must-keep context (charter, task, instructions, open critiques) needs {fixed} "
+                               f"tokens but the role's input budget is {self.budget}; raise the budget or shorten them")
         remaining = self.budget - fixed
         active = [s for s in sections if ranked[s.name]]
         share_total = sum(self.shares.get(s.name, 0.05) for s in active) or 1.0
@@ -206,32 +234,70 @@ class ContextBuilder:
             allowance = min(max(int(remaining * self.shares.get(section.name, 0.05) / share_total),
                                 self.floors.get(section.name, 0)), left)
             for it in ranked[section.name]:
-                cost = count(it.text)
+                if id(it) in chosen:
+                    continue  # already kept as what another item needs
+                deps = graph.needed(it, chosen)
+                cost = count(it.text) + sum(count(d.text) for d in deps)
                 if cost <= allowance:
                     chosen[id(it)] = it.text
                     allowance -= cost
                     left -= cost
-                    stats.decisions.append(Decision(section.name, it.key, "included", it.priority.value, cost))
+                    stats.decisions.append(Decision(section.name, it.key, "included", it.priority.value,
+                                                    count(it.text)))
+                    self._keep_needs(it, deps, chosen, graph, stats, count)
                 else:
                     pending.append((section.name, it))
         spare = max(left, 0)
         pending.sort(key=lambda pair: pair[1].priority.value)
+        dropped: set[int] = set()
         for name, it in pending:  # pass 2: leftovers, most important first; compress P1 before dropping
-            cost = count(it.text)
-            if cost <= spare:
-                chosen[id(it)] = it.text
-                spare -= cost
-                stats.decisions.append(Decision(name, it.key, "included", f"{it.priority.value}, from spare budget",
-                                                cost))
-            elif it.priority == Priority.P1 and it.compressed and count(it.compressed) <= spare:
-                chosen[id(it)] = it.compressed
-                spare -= count(it.compressed)
-                stats.decisions.append(Decision(name, it.key, "compressed", f"P1 over budget: {cost} tokens in full",
-                                                count(it.compressed)))
-            else:
+            if id(it) in chosen:
+                continue  # kept meanwhile as what another item needs
+            closure = graph.closure(it, chosen, dropped)
+            if closure is None:  # a need only dropped items could meet
+                dropped.add(id(it))
                 stats.decisions.append(Decision(name, it.key, "dropped",
-                                                f"{it.priority.value} over budget ({cost} tokens)", 0))
-        return self._render(stable, [*dynamic, *tasks], chosen, stats, ranked)
+                                                f"needs {graph.unmet(it, chosen, dropped)}, which was dropped", 0))
+                continue
+            deps = closure
+            cost = count(it.text)
+            short = count(it.compressed) if it.priority == Priority.P1 and it.compressed else None
+            deps_full = sum(count(d.text) for d in deps)
+            deps_short = sum(count(_short(d)) for d in deps)
+            # Cheapest last: the item and its needs in full, its needs shortened, then
+            # (P1) the item shortened too. Without needs this is the plain P1 rule.
+            options = [(it.text, cost, deps_full, False), (it.text, cost, deps_short, True)] if deps \
+                else [(it.text, cost, 0, False)]
+            if short is not None and it.compressed is not None:
+                options.append((it.compressed, short, deps_short, True))
+            fit = next((o for o in options if o[1] + o[2] <= spare), None)
+            if fit is not None:
+                text, own, needed, short_needs = fit
+                chosen[id(it)] = text
+                spare -= own + needed
+                stats.decisions.append(
+                    Decision(name, it.key, "included", f"{it.priority.value}, from spare budget", own)
+                    if text == it.text else
+                    Decision(name, it.key, "compressed", f"P1 over budget: {cost} tokens in full", own))
+                self._keep_needs(it, deps, chosen, graph, stats, count, short=short_needs)
+                continue
+            dropped.add(id(it))
+            alone = cost if short is None else min(cost, short)
+            reason = (f"needs {', '.join(d.key for d in deps)} ({alone + deps_short} tokens with them, {spare} left)"
+                      if deps and alone <= spare else f"{it.priority.value} over budget ({cost} tokens)")
+            stats.decisions.append(Decision(name, it.key, "dropped", reason, 0))
+        return self._render(stable, [*dynamic, *tasks], chosen, stats, ranked, graph, pinned)
+
+    @staticmethod
+    def _keep_needs(it: Item, deps: list[Item], chosen: dict[int, str], graph: "_Needs", stats: BuildStats,
+                    count, short: bool = False) -> None:
+        """Record the items kept because `it` needs them (paid for with it)."""
+        for dep in deps:
+            text = _short(dep) if short else dep.text
+            chosen[id(dep)] = text
+            action = "included" if text == dep.text else "compressed"
+            stats.decisions.append(Decision(graph.section_of(dep), dep.key, action,
+                                            f"{dep.priority.value}, needed by {it.key}", count(text)))
 
     @staticmethod
     def _drop_empty(sections: list[Section], stats: BuildStats) -> list[Section]:
@@ -246,7 +312,7 @@ class ContextBuilder:
         return kept
 
     def _render(self, stable: list[Section], rest: list[Section], chosen: dict[int, str], stats: BuildStats,
-                ranked: dict[str, list[Item]]) -> BuiltPrompt:
+                ranked: dict[str, list[Item]], graph: "_Needs", pinned: set[int]) -> BuiltPrompt:
         def render(sections: list[Section], tokens: dict[str, int]) -> str:
             # The text is cut into pieces that each end in a newline (title line, item plus
             # separator). Token merges never cross a newline followed by non-space text, so
@@ -275,23 +341,141 @@ class ContextBuilder:
         # The plan counted every piece with its separator, so the rendered prompt almost
         # never costs more; where the last piece of a message, without its separator,
         # tokenizes worse (a BPE merge that needed the newlines), shed the weakest items.
+        # What is shed takes what needs it along (never shown without what it rests on).
         sheddable = [(name, it) for name in reversed(list(ranked)) for it in reversed(ranked[name])
-                     if id(it) in chosen]
+                     if id(it) in chosen and id(it) not in pinned]
         sheddable.sort(key=lambda pair: pair[1].priority.value, reverse=True)
+
+        def shed(name: str, item: Item, reason: str) -> None:
+            if id(item) not in chosen:
+                return
+            del chosen[id(item)]
+            for d in stats.decisions:
+                if d.section == name and d.key == item.key:
+                    d.action, d.reason, d.tokens = "dropped", reason, 0
+            for dependent in graph.dependents(item, chosen):
+                shed(graph.section_of(dependent), dependent, f"needs {item.key}, which was dropped")
+
         while True:
             section_tokens: dict[str, int] = {}
             system_text = render(stable, section_tokens)
             user_text = render(rest, section_tokens)
             total = sum(section_tokens.values())
+            sheddable = [(name, it) for name, it in sheddable if id(it) in chosen]
             if total <= self.budget or not sheddable:
                 break
             name, item = sheddable.pop(0)
-            del chosen[id(item)]
-            for d in stats.decisions:
-                if d.section == name and d.key == item.key:
-                    d.action, d.reason, d.tokens = "dropped", "over budget after assembly", 0
+            shed(name, item, "over budget after assembly")
         if total > self.budget:
             raise FatalBreaker(f"must-keep context needs {total} tokens but the role's input budget is {self.budget}")
         return BuiltPrompt(messages=[SystemMessage(content=system_text), HumanMessage(content=user_text)],
                            section_tokens=section_tokens, total_tokens=total, budget=self.budget,
                            prefix_hash=hashlib.sha256(system_text.encode()).hexdigest()[:16], stats=stats)
+
+
+def _short(item: Item) -> str:
+    """The cheapest form an item may be shown in when it is kept for another's sake."""
+    return item.compressed if item.priority == Priority.P1 and item.compressed else item.text
+
+
+class _Needs:
+    """Who needs whom among one build's candidates (see `Item.needs`)."""
+
+    def __init__(self, sections: list[Section], stats: BuildStats):
+        self._names: dict[str, list[Item]] = {}
+        self._section: dict[int, str] = {}
+        self._rank: dict[int, tuple[str, int]] = {}
+        self._dependents: dict[int, list[Item]] = {}
+        self._absent: set[int] = set()
+        items = [it for section in sections for it in section.items]
+        for section in sections:
+            for it in section.items:
+                self._section[id(it)] = section.name
+                for name in dict.fromkeys((it.key, *it.provides)):
+                    self._names.setdefault(name, []).append(it)
+        for it in items:
+            for provider in {id(p): p for name in it.needs for p in self._names.get(name, [])}.values():
+                self._dependents.setdefault(id(provider), []).append(it)
+        changed = True
+        while changed:  # an item dropped here may be all that another one needed
+            changed = False
+            for it in items:
+                if id(it) in self._absent:
+                    continue
+                missing = next((n for n in it.needs if not self._providers(n, self._absent)), None)
+                if missing is None:
+                    continue
+                if it.priority == Priority.P0:
+                    raise ValueError(f"must-keep item {it.key!r} needs {missing!r}, which is not in the prompt; "
+                                     "a P0 item is never shown without what it rests on")
+                self._absent.add(id(it))
+                stats.decisions.append(Decision(self.section_of(it), it.key, "dropped",
+                                                f"needs {missing}, which is not in this prompt", 0))
+                changed = True
+
+    def section_of(self, item: Item) -> str:
+        return self._section[id(item)]
+
+    def present(self, sections: list[Section]) -> list[Section]:
+        """The sections without the items dropped for needs absent from the prompt."""
+        return [Section(s.name, s.title, [it for it in s.items if id(it) not in self._absent], s.by_rank)
+                for s in sections]
+
+    def _providers(self, name: str, dropped: set[int]) -> list[Item]:
+        return [p for p in self._names.get(name, []) if id(p) not in self._absent and id(p) not in dropped]
+
+    def rank(self, ranked: dict[str, list[Item]]) -> None:
+        """Best first within each section; a need several items meet takes the best."""
+        for items in ranked.values():
+            for i, it in enumerate(items):
+                self._rank[id(it)] = (it.priority.value, i)
+
+    def needed(self, item: Item, chosen: dict[int, str]) -> list[Item]:
+        """What keeping `item` adds while nothing has been dropped (every need is met)."""
+        found = self.closure(item, chosen, set())
+        assert found is not None, "items with unmet needs are removed before any is chosen"
+        return found
+
+    def closure(self, item: Item, chosen: dict[int, str], dropped: set[int]) -> list[Item] | None:
+        """What keeping `item` would add: its needs, theirs, and so on, minus what is
+        already kept; None when a need is met only by dropped items."""
+        return self._walk(item, chosen, dropped, [])
+
+    def unmet(self, item: Item, chosen: dict[int, str], dropped: set[int]) -> str:
+        """The first need of `item` (or of what it needs) that nothing left can meet."""
+        missing: list[str] = []
+        self._walk(item, chosen, dropped, missing)
+        return missing[0] if missing else "?"
+
+    def _walk(self, item: Item, chosen: dict[int, str], dropped: set[int], missing: list[str]) -> list[Item] | None:
+        added: list[Item] = []
+        seen = {id(item)}
+        stack = [item]
+        while stack:
+            current = stack.pop()
+            for name in current.needs:
+                providers = self._providers(name, dropped)
+                if not providers:
+                    missing.append(name)
+                    return None
+                if any(id(p) in chosen or id(p) in seen for p in providers):
+                    continue
+                best = min(providers, key=lambda p: self._rank.get(id(p), ("P0", -1)))
+                seen.add(id(best))
+                added.append(best)
+                stack.append(best)
+        return added
+
+    def dependents(self, item: Item, chosen: dict[int, str]) -> list[Item]:
+        """Kept items that need `item` and have no other kept item meeting that need."""
+        out = []
+        for dependent in self._dependents.get(id(item), []):
+            if id(dependent) not in chosen:
+                continue
+            for name in dependent.needs:
+                providers = self._names.get(name, [])
+                if any(p is item for p in providers) and \
+                        not any(id(p) in chosen and p is not item for p in providers):
+                    out.append(dependent)
+                    break
+        return out
