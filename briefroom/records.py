@@ -96,7 +96,15 @@ class SummaryPoint(BaseModel):
 
 
 class RoundSummary(BaseModel):
-    """What a round established, in a form later prompts can carry cheaply."""
+    """What a round established, in a form later prompts can carry cheaply: the
+    structured summary of the design documents (goal, constraints, decisions, open
+    questions, fact references, next action) besides the verified conclusions.
+
+    Code fills what it knows exactly: goal and constraints (the charter), fact_refs
+    (the round's facts, the lossless channel: the numbers stay there, verbatim),
+    open_questions (the Critic's gaps and instructions no evidence answered) and
+    agents_involved. The model writes only what needs judgement: conclusions (then
+    verified against their sources), decisions, todos, risks and the next action."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -104,6 +112,13 @@ class RoundSummary(BaseModel):
     agents_involved: tuple[str, ...] = Field(min_length=1)
     todos: tuple[str, ...] = Field(default=(), max_length=4)
     risks: tuple[str, ...] = Field(default=(), max_length=4)
+    goal: str = ""
+    constraints: tuple[str, ...] = ()
+    decisions: tuple[str, ...] = Field(default=(), max_length=4)
+    open_questions: tuple[str, ...] = ()
+    fact_refs: tuple[str, ...] = Field(default=(), description="ids of the round's facts (verbatim, in the facts "
+                                                                 "channel)")
+    next_action: str = ""
 
 
 class RoundRecord(BaseModel):
@@ -118,6 +133,15 @@ class RoundRecord(BaseModel):
     def render(self) -> str:
         s = self.summary
         lines = [f"Round {self.round} (agents: {', '.join(s.agents_involved)})"]
+        if s.goal:  # the charter's, repeated so a record stands on its own; a long question is cut
+            lines.append(f"Goal: {s.goal if len(s.goal) <= 300 else s.goal[:300] + '…'}")
+        lines += [f"Constraint: {c}" for c in s.constraints]
         lines += [f"- {p.text}" + (f" [{', '.join(p.source_ids)}]" if p.source_ids else "") for p in s.conclusions]
+        lines += [f"Decision: {d}" for d in s.decisions]
+        lines += [f"Open question: {q}" for q in s.open_questions]
+        if s.fact_refs:
+            lines.append(f"Facts (verbatim in the facts section): {', '.join(s.fact_refs)}")
         lines += [f"Todo: {t}" for t in s.todos] + [f"Risk: {r}" for r in s.risks]
+        if s.next_action:
+            lines.append(f"Next: {s.next_action}")
         return "\n".join(lines)
