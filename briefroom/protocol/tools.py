@@ -178,7 +178,7 @@ def fit_output(text: str, counter: TokenCounter, budget: int, full_tokens: int |
     before = counter.count(text)
     if before <= budget:
         return FittedOutput(text, budget, before, before)
-    marker = f"\n... [trimmed to {budget} tokens: {full_tokens if full_tokens is not None else before} in full]"
+    marker = f"\n... [trimmed: {full_tokens if full_tokens is not None else before} tokens in full]"
     room = budget - counter.count(marker)
     if room <= 0:  # a budget smaller than the note: the head alone
         head = counter.head(text, budget)

@@ -67,7 +67,7 @@ def test_a_result_over_its_budget_is_trimmed_to_it():
     assert fitted.tokens_before == full
     assert fitted.tokens_after == COUNTER.count(fitted.text) <= 2000
     assert fitted.tokens_after > 1900  # trimmed to the budget, not far below it
-    assert fitted.text.startswith(LONG[:200]) and f"{full} in full" in fitted.text
+    assert fitted.text.startswith(LONG[:200]) and f"[trimmed: {full} tokens in full]" in fitted.text
 
 
 def test_a_result_within_its_budget_is_shown_whole():
@@ -89,7 +89,7 @@ def test_two_tools_with_different_budgets_trim_the_same_result_differently():
 
 def test_the_note_names_the_whole_result_when_the_shown_text_stands_for_it():
     fitted = fit_output(LONG, COUNTER, 300, full_tokens=123_456)
-    assert "123456 in full" in fitted.text and fitted.tokens_after <= 300
+    assert "[trimmed: 123456 tokens in full]" in fitted.text and fitted.tokens_after <= 300
 
 
 @pytest.mark.parametrize("budget", [1, 3, 10, 17])
