@@ -118,6 +118,14 @@ class RoundSummaryPayload(_Strict):
     agents_involved: list[str]
     todos: list[str]
     risks: list[str]
+    # the structured summary's other fields (records.RoundSummary); absent in older logs
+    goal: str = ""
+    constraints: list[str] = []
+    decisions: list[str] = []
+    open_questions: list[str] = []
+    fact_refs: list[str] = []
+    next_action: str = ""
+    tasks: list[str] = []
 
 
 class ToolFallbackInfo(_Strict):
@@ -264,6 +272,10 @@ class ToolResult(TurnEvent):
     bytes: int
     trimmed: bool
     shown_bytes: int | None = None
+    # the tool's output budget and the shown text's size before and after fitting it
+    budget_tokens: int | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
     artifact: str | None
     attempts: int = 1
     redactions: dict[str, int] = Field(default_factory=dict)

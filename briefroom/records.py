@@ -119,6 +119,7 @@ class RoundSummary(BaseModel):
     fact_refs: tuple[str, ...] = Field(default=(), description="ids of the round's facts (verbatim, in the facts "
                                                                  "channel)")
     next_action: str = ""
+    tasks: tuple[str, ...] = Field(default=(), description="the round's tasks by lineage: 't0 > t1.2: question'")
 
 
 class RoundRecord(BaseModel):
@@ -136,6 +137,7 @@ class RoundRecord(BaseModel):
         if s.goal:  # the charter's, repeated so a record stands on its own; a long question is cut
             lines.append(f"Goal: {s.goal if len(s.goal) <= 300 else s.goal[:300] + '…'}")
         lines += [f"Constraint: {c}" for c in s.constraints]
+        lines += [f"Task {t}" for t in s.tasks]
         lines += [f"- {p.text}" + (f" [{', '.join(p.source_ids)}]" if p.source_ids else "") for p in s.conclusions]
         lines += [f"Decision: {d}" for d in s.decisions]
         lines += [f"Open question: {q}" for q in s.open_questions]

@@ -71,7 +71,8 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
                     ctx.add_tool_output(turn.clock(), done.result.model_dump_json())
             ctx.log.event("tool_result", agent=turn.worker, round=turn.round, tool=outcome.tool,
                                call_id=call["id"], ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
-                               shown_bytes=len(env.text.encode()),
+                               shown_bytes=len(env.text.encode()), budget_tokens=env.budget_tokens,
+                               tokens_before=env.tokens_before, tokens_after=env.tokens_after,
                                artifact=env.artifact, attempts=outcome.attempts,
                                redactions=outcome.redaction_counts(),
                                fallback=outcome.fallback.tool if outcome.fallback else None,

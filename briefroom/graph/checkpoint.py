@@ -21,8 +21,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from briefroom.files import store_file
 from briefroom.graph import faults
-from briefroom.protocol.messages import AgentMessage, Body, Header, Metadata, MsgType, Priority
-from briefroom.protocol.payloads import Conclusion, Critique, Instruction, ReportMessage
+from briefroom.protocol.messages import AgentMessage, ArchivePolicy, Body, Header, Metadata, MsgType, Priority
+from briefroom.protocol.payloads import Answer, ArtifactRef, Conclusion, Critique, Instruction, Question, ReportMessage
 from briefroom.protocol.redaction import holds_secret, redact_deep
 from briefroom.records import (
     Charter,
@@ -38,8 +38,9 @@ from briefroom.records import (
 from briefroom.report.draft import Claim, DraftSection, ReportDraft
 
 STATE_TYPES = (Charter, Worktable, Fact, Passage, SourceRecord, Report, AgentMessage, Header, Body, Metadata,
-               MsgType, Priority, RoundRecord, RoundSummary, SummaryPoint,
-               Instruction, Conclusion, Critique, ReportMessage, ReportDraft, DraftSection, Claim)
+               MsgType, Priority, ArchivePolicy, RoundRecord, RoundSummary, SummaryPoint,
+               Instruction, ArtifactRef, Conclusion, Critique, Question, Answer, ReportMessage, ReportDraft,
+               DraftSection, Claim)
 
 
 class RedactingSerializer:

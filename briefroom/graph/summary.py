@@ -25,7 +25,7 @@ from briefroom.agents.prompting import message_item
 from briefroom.graph.state import AgentState
 from briefroom.protocol.extraction import content_words, numbers_in
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
-from briefroom.protocol.payloads import Conclusion, Critique
+from briefroom.protocol.payloads import Conclusion, Critique, Instruction
 from briefroom.records import Fact, RoundRecord, RoundSummary, SummaryPoint
 from briefroom.report.checks import claim_problems, closest_fact
 from briefroom.report.draft import Claim
@@ -35,8 +35,6 @@ SUMMARIZER = Role(name="summarizer", prompt="summarizer.md", subscriptions=(), p
                   description="summarises each finished round")
 
 MAX_OPEN_QUESTIONS = 6
-# The run log's round_summary event has these fields of a RoundSummary (events.py).
-LOGGED_FIELDS = {"conclusions", "agents_involved", "todos", "risks"}
 
 
 class SummaryDraft(BaseModel):
@@ -68,6 +66,17 @@ def open_questions(state: AgentState, replaced: list[AgentMessage], current: int
         if question:
             unique.setdefault(question.lower(), question)
     return tuple(unique.values())[:MAX_OPEN_QUESTIONS]
+
+
+def round_tasks(state: AgentState, current: int) -> tuple[str, ...]:
+    """The tasks handed out this round, by lineage (`t0 > t1.2: question`), so later
+    rounds and memory refer to a task by its id, not by re-quoting it."""
+    out = []
+    for m in [*state.get("archive", []), *state.get("whiteboard", [])]:
+        payload = m.body.payload
+        if m.header.round == current and isinstance(payload, Instruction) and payload.task_id not in (None, "t0"):
+            out.append(f"{payload.path()}: {' '.join(m.body.content.split())[:160]}")
+    return tuple(dict.fromkeys(out))
 
 
 def _verified_line(text: str, facts: list[Fact], texts: dict[str, str], refs: list[str]) -> bool:
@@ -119,8 +128,9 @@ def summarize_round(state: AgentState, ctx, replaced: list[AgentMessage]) -> Rou
         conclusions=tuple(points), agents_involved=tuple(senders), todos=judged(draft.todos),
         risks=judged(draft.risks), goal=charter.goal, constraints=tuple(charter.constraints),
         decisions=judged(draft.decisions), open_questions=open_questions(state, replaced, current),
-        fact_refs=tuple(f.fact_id for f in facts), next_action=next(iter(judged((draft.next_action,))), ""))
+        fact_refs=tuple(f.fact_id for f in facts), next_action=next(iter(judged((draft.next_action,))), ""),
+        tasks=round_tasks(state, current))
     record = RoundRecord(round=current, summary=summary, replaced=tuple(m.msg_id for m in replaced))
-    ctx.log.event("round_summary", round=current, summary=summary.model_dump(mode="json", include=LOGGED_FIELDS),
+    ctx.log.event("round_summary", round=current, summary=summary.model_dump(mode="json"),
                   replaced=list(record.replaced))
     return record

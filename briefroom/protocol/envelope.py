@@ -2,7 +2,8 @@
 
 validate + redact (in `run_tool`, on the untrimmed result) -> offload a payload over
 the threshold to the run's artifact store, leaving pointer + structured summary +
-size -> trim to the tool's token budget -> mark as untrusted data -> route back with
+size -> fit into the output budget of the tool that produced it (`Tool.output_budget`,
+logged with the size before and after) -> mark as untrusted data -> route back with
 its own tool_call_id.
 """
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel
 from briefroom.protocol.artifacts import ArtifactStore, summarize
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.prompt_assembly import mark_data
-from briefroom.protocol.tools import ToolOutcome
+from briefroom.protocol.tools import ToolOutcome, fit_output
 
 
 class ToolResultEnvelope(BaseModel):
@@ -26,12 +27,15 @@ class ToolResultEnvelope(BaseModel):
     full_bytes: int
     trimmed: bool
     artifact: str | None = None  # pointer when the full payload was offloaded
+    budget_tokens: int = 0  # the tool's output budget this result was fitted into
+    tokens_before: int = 0  # what was to be shown (the payload, or its pointer and summary)
+    tokens_after: int = 0  # what is shown, at most budget_tokens
 
 
 OFFLOAD_BYTES = 2048
 
 
-def envelope(outcome: ToolOutcome, counter: TokenCounter, max_tokens: int = 1200,
+def envelope(outcome: ToolOutcome, counter: TokenCounter, max_tokens: int | None = None,
              store: ArtifactStore | None = None, offload_bytes: int = OFFLOAD_BYTES) -> ToolResultEnvelope:
     payload = outcome.result.model_dump() if outcome.result is not None else outcome.error
     fallback = outcome.fallback
@@ -47,10 +51,11 @@ def envelope(outcome: ToolOutcome, counter: TokenCounter, max_tokens: int = 1200
         shown = json.dumps({"artifact": pointer, "bytes": len(raw.encode()), "summary": summarize(payload),
                             "more": f"read_artifact(pointer='{pointer}', fields=[...]) or a character range"},
                            ensure_ascii=False, indent=1)
-    text = counter.head(shown, max_tokens)
-    trimmed = text != shown
-    if trimmed:
-        text += f"\n... [trimmed: {counter.count(raw)} tokens in full]"
+    # `max_tokens` overrides the tool's own budget (tests, callers with less room).
+    budget = outcome.output_budget if max_tokens is None else max_tokens
+    fitted = fit_output(shown, counter, budget, full_tokens=counter.count(raw))
     return ToolResultEnvelope(tool_call_id=outcome.call_id, tool=outcome.tool, ok=outcome.ok,
-                              text=mark_data("tool_result", text, tool=outcome.tool, call=outcome.call_id),
-                              full_bytes=len(raw.encode()), trimmed=trimmed, artifact=pointer)
+                              text=mark_data("tool_result", fitted.text, tool=outcome.tool, call=outcome.call_id),
+                              full_bytes=len(raw.encode()), trimmed=fitted.trimmed, artifact=pointer,
+                              budget_tokens=budget, tokens_before=fitted.tokens_before,
+                              tokens_after=fitted.tokens_after)

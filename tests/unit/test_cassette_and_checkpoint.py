@@ -95,3 +95,34 @@ def test_clean_state_is_serialized_untouched():
 
     value = {"charter": Charter(goal="g", acceptance_criteria=("a",)), "ids": ("a", "b"), "n": [1, 2]}
     assert redact_deep(value) is value
+
+
+def test_every_type_the_state_can_hold_is_on_the_checkpoint_allow_list():
+    """A type missing from the allow-list is silently dropped when a checkpoint is read
+    back (LangGraph logs "Blocked deserialization"): resume would lose state."""
+    import enum
+    import typing
+
+    from pydantic import BaseModel
+
+    from briefroom.graph.checkpoint import STATE_TYPES
+    from briefroom.graph.state import AgentState
+
+    found: set[type] = set()
+
+    def walk(annotation) -> None:
+        for arg in typing.get_args(annotation):
+            walk(arg)
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            return
+        if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+            found.add(annotation)
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel) and annotation not in found:
+            found.add(annotation)
+            for field in annotation.model_fields.values():
+                walk(field.annotation)
+
+    for annotation in typing.get_type_hints(AgentState, include_extras=True).values():
+        walk(annotation)
+    assert found and found - set(STATE_TYPES) == set()

@@ -60,3 +60,23 @@ def test_read_artifact_by_fields_and_range(tmp_path):
     with pytest.raises(EngineeringFailure):
         store.get("not-a-pointer")
     ReadArtifactArgs(pointer=pointer)
+
+
+def test_the_envelope_fits_a_result_into_its_own_tools_budget():
+    from briefroom.protocol.tools import ReadSourceArgs, ReadSourceResult, Tool
+
+    text = " ".join(f"Cloud spending grew {i}% in region {i} during 2026." for i in range(900))
+
+    def reader(budget: int) -> Tool:
+        return Tool("read_source", "read", ReadSourceArgs, ReadSourceResult,
+                    lambda a: ReadSourceResult(source_id=a.source_id, title="t", path="p", text=text),
+                    output_budget=budget)
+
+    counter = TokenCounter()
+    small = envelope(run_tool(reader(1500), "a", {"source_id": "S0000abcd"}), counter)
+    large = envelope(run_tool(reader(4000), "b", {"source_id": "S0000abcd"}), counter)
+    for env, budget in ((small, 1500), (large, 4000)):
+        body = DATA_BLOCK.fullmatch(env.text).group(4)
+        assert env.trimmed and env.budget_tokens == budget
+        assert env.tokens_after == counter.count(body) <= budget < env.tokens_before
+    assert small.tokens_after < large.tokens_after

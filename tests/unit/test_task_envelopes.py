@@ -90,3 +90,14 @@ def test_a_conclusions_confidence_is_how_much_of_it_its_sources_hold():
                      ["S1"], texts)
     assert copied == 1.0 and 0.4 < padded < 1.0
     assert support("Public cloud spending will reach 723 billion USD in 2026.", ["S2"], texts) == 0.0
+
+
+def test_the_round_summary_refers_to_the_rounds_tasks_by_lineage():
+    from briefroom.graph.summary import round_tasks
+
+    ask, found, gap = first_round()
+    later = make_message(sender="planner", receiver="searcher", msg_type=MsgType.INSTRUCTION, round=2, seq=9,
+                         content="What is the forecast?", payload=Instruction(task_id="t2.1", lineage=("t1.2", "t0")))
+    state = {"whiteboard": [found, later], "archive": [ask]}
+    assert round_tasks(state, 1) == ("t0 > t1.2: How big is the 2026 cloud market?",)
+    assert round_tasks(state, 2) == ("t0 > t1.2 > t2.1: What is the forecast?",)
