@@ -29,7 +29,7 @@ from briefroom.protocol import injection
 from briefroom.protocol.chars import GARBAGE_RE
 from briefroom.protocol.extraction import content_words
 from briefroom.protocol.messages import MsgType
-from briefroom.protocol.payloads import Conclusion
+from briefroom.protocol.payloads import Conclusion, Instruction
 from briefroom.protocol.redaction import redact
 from briefroom.protocol.untrusted import instruction_like
 from briefroom.records import Fact
@@ -116,9 +116,14 @@ def candidates(state: AgentState, transcript: list[str]) -> list[Candidate]:
     charter = state["charter"]
     if report is not None:
         cited = [f"{sources[s].title} ({s})" if s in sources else s for s in report.cited_sources]
+        # the run's tasks by lineage ("t0 > t1.2: question"), so a later run can say which
+        # sub-task a remembered answer came from
+        tasks = list(dict.fromkeys(f"{m.body.payload.path()}: {m.body.content}" for m in messages
+                                   if isinstance(m.body.payload, Instruction) and m.body.payload.task_id
+                                   and m.body.payload.task_id != "t0"))
         out.append(Candidate("task_memory", f"Question: {charter.goal}\nAnswered with: {'; '.join(cited)}",
                              ("writer", "critic"), {"accepted": accepted, "sources": list(report.cited_sources),
-                                                    "repairs": len(report.repairs)}))
+                                                    "repairs": len(report.repairs), "tasks": tasks}))
         plan = list(dict.fromkeys(m.body.content for m in messages if m.header.sender == "planner"
                                   and m.header.msg_type is MsgType.INSTRUCTION))
         if plan:
@@ -194,6 +199,7 @@ def _write(store: MemoryStore, ns: Namespace, run_id: str, state: AgentState,
         elif candidate.kind == "task_memory":
             item_id = store.put_memory(ns, "task", candidate.text, {"run": run_id,
                                                                      "sources": candidate.data["sources"],
+                                                                     "tasks": candidate.data["tasks"][:12],
                                                                      "confirmed_by": ["critic"]},
                                        importance=0.5 if candidate.data["repairs"] else 0.8,
                                        key=state["charter"].goal)

@@ -320,3 +320,17 @@ def test_the_gate_refuses_binary_or_mis_decoded_text():
         assert not ok and reason.startswith("holds control or replacement characters"), (text, reason)
     ok, _ = judge(Candidate("fact", "Spending rose 12%\tin 2026.\n", ("searcher", "critic")))
     assert ok
+
+
+def test_a_task_memory_names_the_runs_tasks_by_lineage(store, tmp_path):
+    from briefroom.protocol.messages import MsgType, make_message
+    from briefroom.protocol.payloads import Instruction
+
+    state = _accepted_state()
+    task = make_message(sender="planner", receiver="searcher", msg_type=MsgType.INSTRUCTION, round=1, seq=40,
+                        content="How big is the market?", payload=Instruction(task_id="t1.1", lineage=("t0",)))
+    state["archive"] = [*state.get("archive", []), task]
+    ns = Namespace("alice", "s1", "run1")
+    apply_gates(store, ns, "run1", state, [], [], RunLog(tmp_path / "run.jsonl"))
+    (memory,) = [i for i in store.items(ns, zone="vector") if i["kind"] == "task"]
+    assert memory["provenance"]["tasks"] == ["t0 > t1.1: How big is the market?"]
