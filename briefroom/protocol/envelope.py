@@ -33,6 +33,9 @@ class ToolResultEnvelope(BaseModel):
 
 
 OFFLOAD_BYTES = 2048
+# A slice of an artifact is what the model asked to read: offloading it again would
+# answer with a pointer to a pointer. It is fitted into its tool's budget instead.
+NEVER_OFFLOADED = frozenset({"read_artifact"})
 
 
 def envelope(outcome: ToolOutcome, counter: TokenCounter, max_tokens: int | None = None,
@@ -46,7 +49,7 @@ def envelope(outcome: ToolOutcome, counter: TokenCounter, max_tokens: int | None
     pointer = None
     shown = raw
     has_data = outcome.ok or (fallback is not None and fallback.ok)
-    if store is not None and has_data and len(raw.encode()) > offload_bytes:
+    if store is not None and has_data and outcome.tool not in NEVER_OFFLOADED and len(raw.encode()) > offload_bytes:
         pointer = store.put(raw)
         shown = json.dumps({"artifact": pointer, "bytes": len(raw.encode()), "summary": summarize(payload),
                             "more": f"read_artifact(pointer='{pointer}', fields=[...]) or a character range"},

@@ -80,3 +80,12 @@ def test_the_envelope_fits_a_result_into_its_own_tools_budget():
         assert env.trimmed and env.budget_tokens == budget
         assert env.tokens_after == counter.count(body) <= budget < env.tokens_before
     assert small.tokens_after < large.tokens_after
+
+
+def test_a_slice_of_an_artifact_is_shown_not_offloaded_again(tmp_path):
+    store = ArtifactStore(tmp_path)
+    pointer = envelope(big_outcome(40), TokenCounter(), store=store).artifact
+    slice_ = run_tool(artifact_tool(store), "c1", {"pointer": pointer, "start": 0, "end": 5000})
+    shown = envelope(slice_, TokenCounter(), store=store)
+    assert shown.artifact is None and '"artifact": "art:' not in shown.text
+    assert "Passage 0: spending grew 0% in 2026" in shown.text and shown.tokens_after <= shown.budget_tokens
