@@ -26,6 +26,23 @@ from briefroom.errors import ConfigError, EngineeringFailure
 
 EMBEDDED_MODEL_NAME = "smollm2-135m-instruct"
 EMBEDDED_CONTEXT = 8192
+# The four roles take turns on the server's one KV cache, so without help each call finds
+# another role's prompt there and reuses only the chat template's first tokens (21% of the
+# demo's prompt tokens). With `--cache` the server also keeps the KV state of its recent
+# completions (LRU, in RAM) and, for a new prompt, first restores the saved state sharing
+# the longest prefix with it: a role's call resumes from its own previous call even when
+# other roles spoke in between (34% on the demo; BENCHMARKS.md, "Prompt cache on the
+# embedded server"). The server's `--cache_size` counts only the KV bytes of the states;
+# each state also carries a copy of the logits array, n_batch x vocabulary floats
+# (512 x 49,152 x 4 = 100 MB for SmolLM2), or one row per token with `logits_all`,
+# the server's default (up to 1.6 GB at n_ctx 8192): briefroom never asks for logprobs, so
+# `logits_all` is off, which also skips the vocabulary projection of every prompt token.
+# 256 MiB of KV holds one state of the full 8,192-token context (188 MB at 23 KB a token)
+# or about six demo calls (1,000-3,000 tokens): the searcher's alternating tool and findings
+# prompts and a writer's redraft. Real memory is that plus ~100 MB of logits per saved state.
+PROMPT_CACHE_BYTES = 256 << 20
+PROMPT_CACHE_ARGS = ("--cache", "true", "--cache_type", "ram", "--cache_size", str(PROMPT_CACHE_BYTES),
+                     "--logits_all", "false")
 REBUILD_HINT = ("rebuild llama-cpp-python for this CPU: rm -f .venv/.llama-* && make install "
                 "(the Makefile builds it portably, AVX2 without AVX-512/AMX)")
 
@@ -65,8 +82,11 @@ class KVCacheLog:
 
     llama-cpp-python's server does not report cached tokens in its replies, but with
     `verbose` it writes one line per generation saying how many tokens of the prompt
-    matched what its single KV cache still held. Calls are sequential, so the lines a
-    call appended to the log are that call's."""
+    matched what its KV cache held. With the prompt cache on, a call that finds a saved
+    state sharing a longer prefix first restores it ("Llama._create_completion: cache
+    hit"); the generation's "N prefix-match hit" line then counts against the restored
+    state, so the same line stays the call's count of tokens not evaluated again.
+    Calls are sequential, so the lines a call appended to the log are that call's."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -93,12 +113,19 @@ class KVCacheLog:
             return None
         self._offset += len(data)
         text = data.decode("utf-8", errors="replace")
-        if _FULL_HIT in text:
-            return prompt_tokens
-        hits = _PREFIX_HIT.findall(text)
-        if hits:
-            return int(hits[-1])
-        return 0 if "llama_perf_context_print" in text else None
+        # A call's log can hold several generations: the client retries a request that
+        # timed out, and the retry finds the prompt the first attempt left in the cache.
+        # The first generation says what the call's prompt reused; a retry's hit is the
+        # call's own work evaluated twice, not a saving.
+        for line in text.splitlines():
+            if _FULL_HIT in line:
+                return prompt_tokens
+            hit = _PREFIX_HIT.search(line)
+            if hit:
+                return int(hit.group(1))
+            if "llama_perf_context_print" in line:
+                return 0  # a generation that reused nothing
+        return None
 
 
 class EmbeddedServer:
@@ -152,7 +179,7 @@ class EmbeddedServer:
     def command(self) -> list[str]:
         return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path), "--host", "127.0.0.1",
                 "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
-                "--n_threads_batch", str(self.threads)]
+                "--n_threads_batch", str(self.threads), *PROMPT_CACHE_ARGS]
 
     def _fail(self, reason: str) -> None:
         self.stop()
