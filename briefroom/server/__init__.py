@@ -1,0 +1,1 @@
+"""Serving briefroom: the research graph for the LangGraph API server (`langgraph_app.py`)."""
