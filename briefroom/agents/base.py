@@ -272,7 +272,14 @@ class Turn:
             max_items: dict[str, int] | None = None) -> T:
         """Structured output: prompt -> model -> JSON -> pydantic, with bounded correction."""
         schema = constrain_schema(output.model_json_schema(), enums or {}, max_items)
-        prompt = self.build_prompt(task, material=material, facts=facts, schema=schema)
+        # The prompt shows the schema without this call's allowed values, which change
+        # from call to call (the source ids retrieved, the messages under review): the
+        # output-format section then stays byte-identical across a role's calls and a
+        # prompt cache reuses it. The values go to the end, with the task; the endpoint
+        # still gets the constrained schema (llama.cpp makes it a grammar).
+        shown = output.model_json_schema() if enums or max_items else schema
+        prompt = self.build_prompt(task + allowed_values(enums or {}, max_items or {}), material=material,
+                                   facts=facts, schema=shown)
         messages = list(prompt.messages)
         handle = self.ctx.models.for_role(self.worker)
         last_error = ""
@@ -320,6 +327,13 @@ class Turn:
                                max_tokens=self.ctx.max_tokens)
             update["finishing"] = True
         return update
+
+
+def allowed_values(enums: dict[str, list[str]], max_items: dict[str, int]) -> str:
+    """This call's constraints on the reply, said after the task (see `Turn.ask`)."""
+    lines = [f"- {name}: one of {', '.join(values)}" for name, values in enums.items()]
+    lines += [f"- {name}: at most {n} item(s)" for name, n in max_items.items()]
+    return ("\nIn this reply:\n" + "\n".join(lines)) if lines else ""
 
 
 def passage_items(records: Iterable[SourceRecord], task: str) -> list[Item]:
