@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import os
 import signal
 import sys
 import tempfile
@@ -247,6 +248,142 @@ def resume(
                      "role_models": parse_role_models(role_model) or None}
         result = resume_research(run_dir, overrides, progress=_progress(quiet, as_json), live=live)
     _print_result(result, as_json)
+
+
+DatabaseUrl = Annotated[Optional[str], typer.Option("--database-url", help="PostgreSQL URL of the job queue "
+                                                  "(env BRIEFROOM_DATABASE_URL)")]
+
+
+def _database_url(url: str | None) -> str:
+    found = url or os.environ.get("BRIEFROOM_DATABASE_URL")
+    if not found:
+        raise _fail("the job queue needs --database-url postgresql://... (or BRIEFROOM_DATABASE_URL)", 2)
+    return found
+
+
+@app.command()
+def submit(
+    question: Annotated[str, typer.Argument(help="the research question")],
+    corpus: Annotated[list[Path], typer.Option("--corpus", "-c", help="folder of documents (repeatable), as the "
+                                               "workers see it")] = [],
+    runs_root: Annotated[Path, typer.Option("--runs", help="folder the workers write job-<id>/ run "
+                                            "directories into")] = Path("runs"),
+    model: Annotated[Optional[str], typer.Option(help="'test', 'embedded', or a model on the workers' "
+                                                 "endpoint")] = None,
+    rounds: Annotated[int, typer.Option(min=1, max=20, help="maximum rounds")] = 3,
+    max_tokens: Annotated[Optional[int], typer.Option(min=1000, help="run budget in tokens")] = None,
+    parallel: Annotated[Optional[int], typer.Option(min=1, max=8, help="searcher instances at once")] = None,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+    as_json: Json = False,
+) -> None:
+    """Queue a research job for `briefroom worker`; prints its id. Keys stay with the workers."""
+    from briefroom import jobs
+
+    url = _database_url(database_url)
+    if not corpus:
+        raise _fail("no corpus: pass --corpus DIR", 2)
+    try:
+        settings = _settings(model=model, rounds=rounds, max_tokens=max_tokens, parallel=parallel, data_dir=data_dir)
+        job_id = jobs.submit(url, question, corpus, runs_root, settings)
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    except Exception as exc:  # the database: down, refused, wrong password
+        raise _fail(f"job queue at the database failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}") \
+            from None
+    if as_json:
+        sys.stdout.write(json.dumps({"job": job_id, "run_dir": str(jobs.run_dir_of(runs_root, job_id))}) + "\n")
+    else:
+        stdout.print(f"job {job_id} queued; its run directory will be {jobs.run_dir_of(runs_root, job_id)}",
+                     markup=False)
+
+
+@app.command()
+def worker(
+    processes: Annotated[int, typer.Option("--processes", "-n", min=1, max=64, help="worker processes, one job "
+                                           "at a time each")] = 1,
+    until_empty: Annotated[bool, typer.Option("--until-empty", help="stop once the queue is empty")] = False,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Run research jobs from the queue. A job whose worker died is taken up by another and
+    goes on from its last checkpoint."""
+    from briefroom import jobs
+
+    url = _database_url(database_url)
+    stalled = float(os.environ.get("BRIEFROOM_JOB_STALLED_AFTER", jobs.STALLED_AFTER_S))
+    heartbeat = min(jobs.HEARTBEAT_S, stalled / 3)
+    try:
+        jobs.work(url, processes, stalled_after=stalled, heartbeat=heartbeat, wait=not until_empty)
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+jobs_app = typer.Typer(help="The research job queue: list, show, cancel.")
+app.add_typer(jobs_app, name="jobs")
+
+
+def _job_rows(call):
+    try:
+        return call()
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    except Exception as exc:
+        raise _fail(f"job queue at the database failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}") \
+            from None
+
+
+@jobs_app.command("list")
+def jobs_list(
+    status: Annotated[Optional[str], typer.Option(help="todo, doing, succeeded, failed, cancelled, aborted")] = None,
+    database_url: DatabaseUrl = None,
+    as_json: Json = False,
+) -> None:
+    """Every job in the queue: id, status, attempts, question."""
+    from briefroom import jobs
+
+    url = _database_url(database_url)
+    rows = _job_rows(lambda: jobs.list_jobs(url, status))
+    if as_json:
+        sys.stdout.write(json.dumps([vars(r) for r in rows], ensure_ascii=False) + "\n")
+        return
+    for r in rows:
+        stdout.print(f"{r.id}  {r.status:<10} attempts {r.attempts}  {r.run_dir}  {r.question[:60]}", markup=False)
+    if not rows:
+        err.print("no jobs")
+
+
+@jobs_app.command("show")
+def jobs_show(
+    job_id: Annotated[int, typer.Argument(help="a job id")],
+    database_url: DatabaseUrl = None,
+    as_json: Json = False,
+) -> None:
+    """One job: its status, attempts and run directory (`briefroom runs show` reads it)."""
+    from briefroom import jobs
+
+    url = _database_url(database_url)
+    row = _job_rows(lambda: jobs.show_job(url, job_id))
+    if as_json:
+        sys.stdout.write(json.dumps(vars(row), ensure_ascii=False) + "\n")
+        return
+    for key, value in vars(row).items():
+        stdout.print(f"{key}: {value}", markup=False)
+
+
+@jobs_app.command("cancel")
+def jobs_cancel(
+    job_id: Annotated[int, typer.Argument(help="a job id")],
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Cancel a waiting job; ask a running one to stop at its next step (it keeps its checkpoint)."""
+    from briefroom import jobs
+
+    url = _database_url(database_url)
+    if not _job_rows(lambda: jobs.cancel_job(url, job_id)):
+        raise _fail(f"job {job_id} has already finished; nothing to cancel")
+    stdout.print(f"job {job_id}: cancel requested", markup=False)
 
 
 runs_app = typer.Typer(help="Runs in a folder: their status, and what each did.")

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
+import sys
 import threading
 import time
 import traceback
@@ -228,6 +230,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(_exclusive(run_dir))
+        stack.enter_context(data_dir_in_use(settings.data_dir))
         had_checkpoints = (run_dir / "checkpoints.sqlite").is_file()
         saver = open_checkpointer(run_dir / "checkpoints.sqlite")
         stack.callback(saver.conn.close)
@@ -431,6 +434,50 @@ def _exclusive(run_dir: Path):
         except BlockingIOError:
             raise ConfigError(f"{run_dir} is in use by another briefroom process") from None
         yield
+
+
+DATA_DIR_LOCK = "briefroom.lock"
+
+
+@contextlib.contextmanager
+def data_dir_in_use(data_dir: Path, *, wait: float | None = None):
+    """One process at a time on a data directory: chromadb's embedded client and the
+    SQLite memory are not safe across processes (measured: a fresh reader missed 26% of
+    another process's rows, and once hung). A second process waits up to `wait` seconds
+    (BRIEFROOM_DATA_DIR_WAIT, default 60) for the first to finish, then stops with an
+    error naming the holder; the server backend has no such limit."""
+    import fcntl
+    import time as clock
+
+    wait = float(os.environ.get("BRIEFROOM_DATA_DIR_WAIT", 60)) if wait is None else wait
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / DATA_DIR_LOCK, "a+") as fh:
+        deadline = clock.monotonic() + wait
+        told = False
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                fh.seek(0)
+                holder = fh.read().strip() or "another process"
+                if clock.monotonic() >= deadline:
+                    raise ConfigError(f"data directory {data_dir} is in use by {holder}; wait for it to finish or "
+                                      "use another --data-dir (the embedded stores are one process at a time)"
+                                      ) from None
+                if not told:  # said once, on stderr, where progress goes
+                    sys.stderr.write(f"waiting for {holder} to release the data directory {data_dir}\n")
+                    told = True
+                clock.sleep(0.2)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"briefroom pid {os.getpid()}")
+        fh.flush()
+        try:
+            yield
+        finally:
+            fh.seek(0)
+            fh.truncate()
 
 
 MEMORY_ITEMS_FILE = "memory.json"
