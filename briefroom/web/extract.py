@@ -94,7 +94,9 @@ def _html(html: str) -> tuple[str, str]:
     if found:
         title = re.sub(r"<[^>]+>", " ", found.group(1))
     doc = trafilatura.bare_extraction(html, include_comments=False, include_tables=True, with_metadata=False)
-    text = normalise(getattr(doc, "text", "") or "") if doc is not None else ""
+    # trafilatura puts each block (heading, paragraph, list item) on a line of its own:
+    # separate paragraphs, so a heading never runs into the sentence after it
+    text = normalise((getattr(doc, "text", "") or "").replace("\n", "\n\n")) if doc is not None else ""
     if not text:  # no main part found (a short or odd page): every visible word instead
         text = normalise(trafilatura.html2txt(html) or "")
     return title, text

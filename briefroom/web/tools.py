@@ -35,7 +35,6 @@ from briefroom.web.search import BRAVE_ENDPOINT, SearchProvider, WebResult, make
 if TYPE_CHECKING:
     from briefroom.agents.base import Turn
 
-WEB_TOOLS = ("web_search", "fetch_url")
 WEB_SEARCH_BUDGET = 1500  # 8 results of title, URL and a 400-character snippet
 FETCH_URL_BUDGET = 2000  # like local_search: a few passages of one page
 FETCH_PASSAGES = 4

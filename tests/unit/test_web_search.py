@@ -94,7 +94,7 @@ def test_the_run_logs_redactor_covers_the_key_where_it_is_named():
     # A key reaches no run file through briefroom's code (tests above and the e2e run);
     # if one were pasted into a question or a document as an assignment, redaction takes it out.
     for text in (f"BRIEFROOM_BRAVE_API_KEY={BRAVE_KEY}", f"export BRAVE_API_KEY={BRAVE_KEY}",
-                 f'{{"X-Subscription-Token": "{BRAVE_KEY}"}}'):
+                 f'{{"X-Subscription-Token": "{BRAVE_KEY}"}}', f"the key is {BRAVE_KEY} (bare)"):
         assert BRAVE_KEY not in redact_text(text), text
 
 
