@@ -8,6 +8,8 @@ arranges them into the state LangGraph checkpoints.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 # The criteria every run starts with; the Critic checks these three in code.
@@ -29,6 +31,10 @@ class Charter(BaseModel):
     roles: tuple[str, ...] = ()
     max_rounds: int = Field(default=3, ge=1)
     max_revisions: int = Field(default=2, ge=0)
+    # The report's language: set from the goal (`report.language.language_of`) unless the
+    # user chose one; None only in a charter built by hand, read as the goal's language
+    # (`report.language.charter_language`).
+    language: Literal["en", "zh"] | None = None
 
 
 class Worktable(BaseModel):

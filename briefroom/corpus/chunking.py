@@ -1,7 +1,10 @@
 """Split a document into passages with character offsets into the original text.
 
 Paragraphs are packed up to a word limit; a paragraph longer than the limit is split
-at sentence ends. Offsets let a citation point at the exact passage.
+at sentence ends (English . ! ? before a space; Chinese 。！？；… with no space after,
+a closing quote or bracket staying with its sentence), and a sentence still longer than
+the limit at its clause marks (， 、 ： , ; :) or, failing those, by size. Offsets let a
+citation point at the exact passage.
 """
 
 from __future__ import annotations
@@ -9,8 +12,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# English sentences end at . ! ? and a space; Chinese ones at 。！？ with no space after.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+# Marks that close a quotation or a bracket: they belong to the sentence they close.
+CLOSERS = "”’」』）》〉】\"')"
+# English sentences end at . ! ? (and a closer) before a space; Chinese ones at
+# 。！？；… (and a closer) with no space after; a run of marks ("！？", "……") is one end.
+_SENTENCE_END = re.compile(
+    rf"(?<=[.!?])\s+|(?<=[.!?][{CLOSERS}])\s+"
+    rf"|(?<=[。！？；…][{CLOSERS}])(?![{CLOSERS}])\s*|(?<=[。！？；…])(?![。！？；…{CLOSERS}])\s*")
+# Inside an overlong sentence: after a clause mark (full-width or ASCII).
+_CLAUSE_END = re.compile(r"(?<=[，、：])\s*|(?<=[,;:])\s+")
 
 
 @dataclass(frozen=True)
@@ -33,8 +43,9 @@ def _spans(text: str, pattern: re.Pattern[str], start: int, end: int) -> list[tu
     return spans
 
 
-# Bumped when chunk boundaries change (2: Chinese sentence ends and sizes).
-CHUNKER_VERSION = 2
+# Bumped when chunk boundaries change (2: Chinese sentence ends and sizes; 3: ； … and
+# closing quotes end Chinese sentences, overlong sentences cut at clauses).
+CHUNKER_VERSION = 3
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
@@ -43,13 +54,41 @@ def _size(text: str) -> int:
     return len(text.split()) + len(_CJK_CHAR.findall(text)) // 2
 
 
+def _fit(text: str, start: int, end: int, max_words: int) -> list[tuple[int, int]]:
+    """Spans of text[start:end] no larger than `max_words`: at clause marks, then by size."""
+    if _size(text[start:end]) <= max_words:
+        return [(start, end)]
+    out: list[tuple[int, int]] = []
+    clauses = _spans(text, _CLAUSE_END, start, end)
+    if len(clauses) > 1:
+        for a, b in clauses:
+            out.extend(_fit(text, a, b, max_words))
+        return out
+    pos = start
+    while pos < end:  # no mark to cut at: the longest prefix that fits, ending at a space if any
+        lo, hi = pos + 1, end
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if _size(text[pos:mid]) <= max_words else (lo, mid - 1)
+        cut = lo
+        space = text.rfind(" ", pos + 1, cut)
+        if cut < end and space > pos:
+            cut = space
+        out.append((pos, cut))
+        pos = cut
+        while pos < end and text[pos].isspace():
+            pos += 1
+    return out
+
+
 def chunk_text(source_id: str, text: str, max_words: int = 120) -> list[Chunk]:
     pieces: list[tuple[int, int]] = []
     for start, end in _spans(text, re.compile(r"\n\s*\n"), 0, len(text)):
         if _size(text[start:end]) <= max_words:
             pieces.append((start, end))
         else:
-            pieces.extend(_spans(text, _SENTENCE_END, start, end))
+            for a, b in _spans(text, _SENTENCE_END, start, end):
+                pieces.extend(_fit(text, a, b, max_words))
     chunks: list[Chunk] = []
     cur_start: int | None = None
     cur_end = 0

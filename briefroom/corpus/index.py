@@ -2,6 +2,11 @@
 
 Embedding is the slow step, so a chunk is embedded once per distinct content: a second
 run over the same folder (or the same file copied elsewhere) embeds nothing.
+
+Vectors of two models must never share an index: the directory is named after the
+embedder, and `documents.sqlite` records the embedder (name and version) that built it.
+An index found recording another one, or none while holding documents, is emptied and
+rebuilt by the next `sync` (`CorpusIndex.rebuilt` says why).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import numpy as np
 
 from briefroom.corpus.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from briefroom.corpus.documents import Document, Skipped, load_corpus
-from briefroom.corpus.embeddings import Embedder
+from briefroom.corpus.embeddings import Embedder, embedder_version
 from briefroom.corpus.lexical import LexicalIndex, fuse
 from briefroom.errors import EngineeringFailure
 from briefroom.files import store_file
@@ -75,9 +80,35 @@ class CorpusIndex:
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.execute("CREATE TABLE IF NOT EXISTS documents (source_id TEXT PRIMARY KEY, title TEXT, "
                              "path TEXT, text TEXT)")
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        self.rebuilt: str | None = self._check_embedder()
         self._scope: list[str] = []
         self._lexical_index: tuple[tuple[str, ...], LexicalIndex] | None = None
         self._chunk_cache: dict[str, Chunk] = {}
+
+    def _check_embedder(self) -> str | None:
+        """Empty the index when its vectors come from another embedder (or from one it
+        cannot name); stamp it with this one. Returns why it was emptied, or None."""
+        want = {"embedder": self._embedder.name, "embedder_version": embedder_version(self._embedder)}
+        recorded = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        why = None
+        if "embedder" not in recorded:
+            held = self._db.execute("SELECT COUNT(*) FROM documents").fetchone()[0] or self._chunks.count()
+            if held:
+                why = "the index does not record the embedder that built it"
+        elif any(recorded.get(k) != v for k, v in want.items()):
+            why = (f"the index was built with {recorded.get('embedder')} {recorded.get('embedder_version', '')}"
+                   .rstrip() + f", not {want['embedder']} {want['embedder_version']}".rstrip())
+        if why:
+            self._client.delete_collection(COLLECTION)
+            self._chunks = self._client.get_or_create_collection(
+                COLLECTION, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+            self._db.execute("DELETE FROM documents")
+        if why or recorded != want:
+            self._db.execute("DELETE FROM meta")
+            self._db.executemany("INSERT INTO meta VALUES (?, ?)", list(want.items()))
+            self._db.commit()
+        return why
 
     @property
     def embedder(self) -> Embedder:

@@ -10,19 +10,46 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 
 from briefroom.records import Fact, RoundRecord, RoundSummary, SummaryPoint  # noqa: F401 (re-exported
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'“(])")
-# Chinese (and Japanese) sentences end at a full-width mark, with no space after it.
-_CJK_SENTENCE = re.compile(r"(?<=[。！？；])")
+# Marks that close a quotation or a bracket: they stay with the sentence they close.
+_CLOSERS = "”’」』）》〉】\"')"
+_SENTENCE = re.compile(rf"(?:(?<=[.!?])|(?<=[.!?][{_CLOSERS}]))\s+(?=[A-Z0-9\"'“‘(「『（\u3400-\u9fff])")
+# Chinese (and Japanese) sentences end at a full-width mark (。！？；…, a run of them is one
+# end), with no space after it; a closing quote or bracket after the mark stays with it.
+_CJK_SENTENCE = re.compile(rf"(?<=[。！？；…][{_CLOSERS}])(?![{_CLOSERS}])|(?<=[。！？；…])(?![。！？；…{_CLOSERS}])")
 # Full-width digits and marks, as Chinese text often writes them, read as their ASCII forms.
 _FULLWIDTH = str.maketrans("０１２３４５６７８９．，％＋－", "0123456789.,%+-")
 # A number may follow a CJK character ("为0.52元"): only an ASCII letter, digit, "_" or
-# "." before it makes it part of something else (a model name, a version, an id).
-_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(\s?[万亿])?")
-_MULTIPLIER = {"万": 10_000, "亿": 100_000_000}
+# "." before it makes it part of something else (a model name, a version, an id). A
+# Chinese multiplier right after it is part of it (48.6万, 1.2 亿, 6.38万亿, 3千万); 千
+# alone is not one (3千瓦 is 3 kilowatts).
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+                     r"(\s?(?:万亿|千亿|百亿|十亿|亿|千万|百万|十万|万))?")
+_MULTIPLIER = {"万": 10**4, "亿": 10**8, "十": 10, "百": 100, "千": 1000}
+# Figures written in Chinese numerals: 百分之十二, 三千二百万, 一点二亿, 二〇二五年. A run
+# must start with a digit (or 十) and parse as a number: 一些, 十分, 万一, 千万 (must) and
+# 十四五 (a plan's name) are words, not figures; 数十亿 / 几百万 are not exact.
+_ZH_DIGIT = {"〇": 0, "零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
+             "八": 8, "九": 9}
+_ZH_NUMERAL = re.compile(r"(百分之|千分之)?([〇零一二两三四五六七八九十][〇零一二两三四五六七八九十百千万亿]*"
+                         r"(?:点[〇零一二三四五六七八九]+[万亿]*)?)")
+_ZH_VAGUE_BEFORE = "数几第上好〇零一二两三四五六七八九十百千万亿"  # or inside a run that did not parse
+# A scale word after a figure in English: a second reading of it (120 million is also 120000000).
+_EN_SCALE = re.compile(r"\s?(thousand|million|billion|trillion|bn)\b", re.I)
+_EN_MULTIPLIER = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12, "bn": 10**9}
+# Units of power and energy, after a figure and its multiplier: 3,200万千瓦 and 32吉瓦 and
+# 32 GW are one quantity. Longest first, so 千瓦时 is energy and 千瓦 power.
+_UNITS: dict[str, tuple[str, int]] = {
+    "千瓦时": ("Wh", 10**3), "兆瓦时": ("Wh", 10**6), "吉瓦时": ("Wh", 10**9), "太瓦时": ("Wh", 10**12),
+    "瓦时": ("Wh", 1), "千瓦": ("W", 10**3), "兆瓦": ("W", 10**6), "吉瓦": ("W", 10**9), "太瓦": ("W", 10**12),
+    "kWh": ("Wh", 10**3), "MWh": ("Wh", 10**6), "GWh": ("Wh", 10**9), "TWh": ("Wh", 10**12), "Wh": ("Wh", 1),
+    "kW": ("W", 10**3), "MW": ("W", 10**6), "GW": ("W", 10**9), "TW": ("W", 10**12), "W": ("W", 1),
+}
+_UNIT = re.compile(r"\s?(" + "|".join(sorted(_UNITS, key=len, reverse=True)) + r")(?![A-Za-z])")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 # Characters that carry grammar, not content: a bigram holding one says little.
 _CJK_STOP = frozenset("的了是在和与及也而其这那之于为对等将把被从以或并且个们着过")
@@ -80,21 +107,139 @@ def relevance(text: str, query: str) -> float:
     return len(wanted & stemmed_words(text)) / len(wanted) if wanted else 0.0
 
 
+@dataclass(frozen=True)
+class Mention:
+    """One figure in a text: where, as written, its one spelling (`value`), and every
+    reading a source may share with it (`readings`: the value; scaled by an English
+    scale word after it; as a quantity of power or energy, "W:32000000000")."""
+
+    start: int
+    end: int
+    written: str
+    value: str
+    readings: frozenset[str]
+
+
+def _spell(number: Decimal) -> str:
+    """One spelling per figure: no exponent, no trailing decimal zeros, no leading zeros."""
+    out = format(number.normalize(), "f")
+    if "." in out:
+        out = out.rstrip("0").rstrip(".")
+    return out
+
+
+def _zh_integer(run: str) -> int | None:
+    """A Chinese-numeral integer (三千二百万, 十二, 一百零五, 两万, 一万五), None when the run
+    is not one."""
+    for big, scale in (("亿", 10**8), ("万", 10**4)):
+        if big in run:
+            head, _, tail = run.partition(big)
+            high = _zh_integer(head) if head else None
+            if high is None:
+                return None
+            if not tail:
+                return high * scale
+            if len(tail) == 1 and tail in _ZH_DIGIT:
+                return high * scale + _ZH_DIGIT[tail] * scale // 10  # 一万五 is 15000
+            low = _zh_integer(tail.lstrip("〇零"))
+            return None if low is None or low >= scale else high * scale + low
+    total, digit, last_unit, zero = 0, None, 10_000, False
+    for ch in run:
+        if ch in _ZH_DIGIT:
+            if _ZH_DIGIT[ch] == 0:
+                zero = True
+                continue
+            if digit is not None:
+                return None  # two digits without a unit between them (十四五, 两三)
+            digit = _ZH_DIGIT[ch]
+        elif ch in "十百千":
+            unit = _MULTIPLIER[ch]
+            if unit >= last_unit:
+                return None
+            if digit is None:
+                if ch != "十" or total or zero:
+                    return None  # 百 or 千 without a digit: 百万 and 千万 alone are words
+                digit = 1
+            total += digit * unit
+            digit, last_unit, zero = None, unit, False
+        else:
+            return None
+    if digit is not None and not zero and 100 <= last_unit < 10_000:
+        return total + digit * last_unit // 10  # 三千五 is 3500, 一百五 is 150
+    return total + (digit or 0) if (total or digit is not None) else None
+
+
+def _zh_number(run: str) -> Decimal | None:
+    """A Chinese-numeral figure, with a decimal part (一点二亿) or as digits (二〇二五)."""
+    whole, dot, rest = run.partition("点")
+    if dot:
+        digits = "".join(str(_ZH_DIGIT[ch]) for ch in rest if ch in _ZH_DIGIT)
+        scale = rest[len(digits):]
+        base = _zh_integer(whole)
+        if base is None or not digits or any(ch not in "万亿" for ch in scale):
+            return None
+        value = Decimal(f"{base}.{digits}")
+        for ch in scale:
+            value *= _MULTIPLIER[ch]
+        return value
+    if len(run) >= 3 and all(ch in _ZH_DIGIT and ch != "两" for ch in run) and ("〇" in run or "零" in run):
+        return Decimal("".join(str(_ZH_DIGIT[ch]) for ch in run))  # 二〇二五: digit by digit
+    integer = _zh_integer(run)
+    return None if integer is None else Decimal(integer)
+
+
+def _quantity(text: str, end: int, value: Decimal) -> tuple[int, str | None]:
+    m = _UNIT.match(text, end)
+    if not m:
+        return end, None
+    dim, scale = _UNITS[m.group(1)]
+    return m.end(), f"{dim}:{_spell(value * scale)}"
+
+
+def number_mentions(text: str) -> list[Mention]:
+    """Every figure in `text`, in order: Arabic (full-width read as ASCII, thousands
+    separators, 万 / 亿 multiplied out) and Chinese numerals (百分之十二 is 12, 三千二百万
+    is 32000000). Offsets are into `text`."""
+    text = text.translate(_FULLWIDTH)
+    found: list[Mention] = []
+    for m in _NUMBER.finditer(text):
+        value = Decimal(m.group(1).replace(",", ""))
+        multiplier = (m.group(2) or "").strip()
+        for ch in multiplier:  # 万亿 is 10^4 x 10^8
+            value *= _MULTIPLIER[ch]
+        readings, end, amount = {_spell(value)}, m.end(), value
+        scale = None if multiplier else _EN_SCALE.match(text, end)
+        if scale:
+            amount = value * _EN_MULTIPLIER[scale.group(1).lower()]
+            readings.add(_spell(amount))
+            end = scale.end()
+        end, quantity = _quantity(text, end, amount)
+        if quantity:
+            readings.add(quantity)
+        found.append(Mention(m.start(), end, text[m.start():end], _spell(value), frozenset(readings)))
+    for m in _ZH_NUMERAL.finditer(text):
+        if m.start() > 0 and text[m.start() - 1] in _ZH_VAGUE_BEFORE and not m.group(1):
+            continue
+        run = m.group(2)
+        if len(run) < 2 and not m.group(1):
+            continue  # one character (一, 五, 十) is a word far more often than a figure
+        figure = _zh_number(run)
+        if figure is None:
+            continue
+        end, quantity = _quantity(text, m.end(), figure)
+        readings = {_spell(figure)} | ({quantity} if quantity else set())
+        found.append(Mention(m.start(), end, text[m.start():end], _spell(figure), frozenset(readings)))
+    return sorted(found, key=lambda mention: mention.start)
+
+
 def numbers_in(text: str) -> list[str]:
     """Numeric tokens, normalised so that one figure has one spelling: no thousands
-    separators, no trailing decimal zeros (723.0 is 723; 72.3 is not), full-width digits
-    read as digits, and 万 / 亿 multiplied out (48.6万 is 486000, 1.2亿 is 120000000)."""
-    out = []
-    for m in _NUMBER.finditer(text.translate(_FULLWIDTH)):
-        number = m.group(1).replace(",", "")
-        multiplier = m.group(2)
-        if multiplier:
-            scaled = Decimal(number) * _MULTIPLIER[multiplier.strip()]
-            number = format(scaled.normalize(), "f")
-        if "." in number:
-            number = number.rstrip("0").rstrip(".")
-        out.append(number)
-    return out
+    separators, no trailing decimal zeros (723.0 is 723; 72.3 is not), no leading zeros
+    (03 is 3), full-width digits read as digits, 万 / 亿 multiplied out (48.6万 is
+    486000, 1.2亿 is 120000000, 6.38万亿 is 6380000000000) and Chinese numerals read
+    (百分之十二 is 12, 三千二百万 is 32000000). English scale words are not multiplied
+    (723 billion is 723): `number_mentions` has that reading too."""
+    return [m.value for m in number_mentions(text)]
 
 
 def is_cjk(text: str, share: float = 0.2) -> bool:

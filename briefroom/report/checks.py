@@ -1,7 +1,10 @@
 """Deterministic report checks, run by the Critic before any model opinion.
 
 1. Every [n] resolves to a source retrieved in this run.
-2. Every number in a cited sentence appears in at least one of its cited sources.
+2. Every number in a cited sentence appears in at least one of its cited sources, in any
+   spelling of the same figure: 48.6万 is 486,000, 1.2亿 is 120,000,000 and 1.2 亿,
+   百分之十二 is 12%, 120 million is 1.2亿, 3,200万千瓦 is 32吉瓦 and 32 GW
+   (`protocol.extraction.number_mentions`).
 A claim that fails and cannot be fixed is replaced by the verified fact it was about,
 quoted with its citation, or dropped; each repair is recorded.
 """
@@ -12,7 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from briefroom.protocol.extraction import content_words, numbers_in, sentences
+from briefroom.protocol.extraction import content_words, number_mentions, sentences
 from briefroom.records import Fact
 from briefroom.report.draft import Claim, ReportDraft, strip_attribution
 from briefroom.report.language import LABELS, labels
@@ -27,6 +30,17 @@ LABEL_THRESHOLD = 0.5
 # Words any report may use in titles and headings without a source saying them.
 REPORT_WORDS = frozenset("findings finding summary overview background conclusion conclusions answer short key "
                          "figures sources evidence results analysis outlook report research brief".split())
+
+
+@lru_cache(maxsize=256)
+def readings_in(text: str) -> frozenset[str]:
+    """Every reading of every figure in `text` (its spelling, scaled, as a quantity)."""
+    return frozenset().union(*(m.readings for m in number_mentions(text)))
+
+
+def unsupported_numbers(text: str, known: frozenset[str] | set[str]) -> list[str]:
+    """The figures of `text` (one spelling each) no reading of which is in `known`."""
+    return list(dict.fromkeys(m.value for m in number_mentions(text) if not m.readings & known))
 
 
 @lru_cache(maxsize=256)
@@ -76,9 +90,9 @@ def claim_problems(claim: Claim, source_texts: dict[str, str]) -> list[Problem]:
             problems.append(Problem("ungrounded_claim", claim.text,
                                     f"at most {best:.0%} of its content words appear in any one sentence of "
                                     f"cited source(s) {', '.join(known)}"))
-    cited_numbers = {n for sid in known for n in numbers_in(source_texts[sid])}
-    for number in numbers_in(claim.text):
-        if known and number not in cited_numbers:
+    if known:
+        cited = frozenset().union(*(readings_in(source_texts[sid]) for sid in known))
+        for number in unsupported_numbers(claim.text, cited):
             problems.append(Problem("unsupported_number", claim.text,
                                     f"{number} does not appear in cited source(s) {', '.join(known)}"))
     return problems
@@ -99,12 +113,13 @@ def draft_problems(draft: ReportDraft, source_texts: dict[str, str], question: s
             problems.append(Problem("off_topic_label", text, f"the {what} is about neither the question nor the sources"))
         # a title or heading is read as a claim: its figures must stand in the question or a source
         problems += [Problem("unsupported_number", text, f"{n} in the {what} is in neither the question nor "
-                             "any retrieved source") for n in numbers_in(text) if n not in known]
+                             "any retrieved source") for n in unsupported_numbers(text, known)]
     return problems
 
 
 def label_numbers(question: str, source_texts: dict[str, str]) -> set[str]:
-    return set(numbers_in(question)).union(*(numbers_in(t) for t in source_texts.values()))
+    """Readings of the figures in the question and the sources (see `readings_in`)."""
+    return set(readings_in(question)).union(*(readings_in(t) for t in source_texts.values()))
 
 
 def split_report(markdown: str) -> tuple[str, dict[str, str]]:
@@ -175,7 +190,7 @@ def repair_draft(draft: ReportDraft, source_texts: dict[str, str], facts: list[F
     def label(text: str, fallback: str, what: str) -> str:
         words = content_words(text)
         on_topic = not words or len(words & vocabulary) / len(words) >= LABEL_THRESHOLD
-        if text == fallback or (on_topic and set(numbers_in(text)) <= known):
+        if text == fallback or (on_topic and not unsupported_numbers(text, known)):
             return text
         log.append(f"replaced {what} {text!r} with {fallback!r}")
         return fallback

@@ -9,8 +9,14 @@ nothing supports is visibly unanswered instead of silently missing.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Literal
 
 from briefroom.protocol.extraction import is_cjk
+
+if TYPE_CHECKING:
+    from briefroom.records import Charter
+
+Language = Literal["en", "zh"]
 
 LABELS: dict[str, dict[str, str]] = {
     "en": {
@@ -58,8 +64,38 @@ CRITERIA_ZH = {
 }
 
 
-def language_of(question: str) -> str:
-    return "zh" if is_cjk(question) else "en"
+_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+# What carries a sentence's grammar, as opposed to the names and terms inside it: a
+# question is in the language of these ("GPT-4o 和 Claude 哪个更便宜" is Chinese, "How many
+# piles did 临江省 have" English).
+_ZH_GRAMMAR = ("的", "是", "吗", "呢", "哪", "什么", "多少", "如何", "怎么", "怎样", "为什么", "为何", "是否",
+               "了", "和", "与", "在", "有", "几", "请", "比", "对", "从", "到", "还是", "以及", "相比")
+_EN_GRAMMAR = frozenset("what how which who whom whose why when where is are was were did does do the of in "
+                        "on and to for by much many than with from between compare please has have will".split())
+
+
+def language_of(question: str) -> Language:
+    """The question's language: "zh" when its Chinese outweighs its English.
+
+    Two CJK characters weigh one English word (Chinese has no spaces; a word is one to
+    three characters), and each grammar word of a language present adds two, so a
+    Chinese name or term inside an English question, or an English name inside a
+    Chinese one, does not decide it. No CJK at all: English."""
+    cjk = len(_CJK_CHAR.findall(question))
+    if not cjk:
+        return "en"
+    words = [w.lower() for w in _LATIN_WORD.findall(question)]
+    if not words:
+        return "zh"
+    zh = cjk / 2 + 2 * sum(marker in question for marker in _ZH_GRAMMAR)
+    en = len(words) + 2 * len(set(words) & _EN_GRAMMAR)
+    return "zh" if zh >= en else "en"
+
+
+def charter_language(charter: "Charter") -> Language:
+    """The language the charter asks for, or its goal's when it names none."""
+    return charter.language or language_of(charter.goal)
 
 
 def labels(question: str) -> dict[str, str]:
