@@ -110,6 +110,11 @@ def _run_job(context: Any, question: str, corpus: list[str], runs_root: Path, se
         # the job's choices, over this worker's environment (its keys and endpoint)
         chosen = {k: v for k, v in settings.items() if k in Settings.model_fields and k != "api_key"}
         merged = Settings.model_validate({**Settings.from_env().model_dump(), **chosen})
+        # Each worker process of a machine has its own data directory under the chosen one:
+        # the embedded stores are one process at a time (`run.data_dir_in_use`), and a
+        # shared one would make the workers take turns.
+        slot = os.environ.get("BRIEFROOM_WORKER_SLOT", "0")
+        merged = merged.model_copy(update={"data_dir": merged.data_dir / "workers" / f"slot-{slot}"})
         result = run_research(ResearchRequest(question=question, corpus=[Path(p) for p in corpus], out=run_dir),
                               merged, progress=progress)
     return str(result.report)
@@ -122,10 +127,10 @@ def work(database_url: str, processes: int = 1, *, stalled_after: float = STALLE
     """Run `processes` worker processes, one job at a time each, until interrupted
     (or, with `wait=False`, until the queue is empty)."""
     if processes == 1:
-        _worker_process(database_url, stalled_after, heartbeat, wait)
+        _worker_process(database_url, stalled_after, heartbeat, wait, 0)
         return
     ctx = multiprocessing.get_context("spawn")  # no inherited locks, threads or open stores
-    children = [ctx.Process(target=_worker_process, args=(database_url, stalled_after, heartbeat, wait),
+    children = [ctx.Process(target=_worker_process, args=(database_url, stalled_after, heartbeat, wait, n),
                             name=f"briefroom-worker-{n}") for n in range(processes)]
     for child in children:
         child.start()
@@ -140,7 +145,8 @@ def work(database_url: str, processes: int = 1, *, stalled_after: float = STALLE
             child.join()
 
 
-def _worker_process(database_url: str, stalled_after: float, heartbeat: float, wait: bool) -> None:
+def _worker_process(database_url: str, stalled_after: float, heartbeat: float, wait: bool, slot: int) -> None:
+    os.environ["BRIEFROOM_WORKER_SLOT"] = str(slot)
     asyncio.run(_work_async(database_url, stalled_after, heartbeat, wait))
 
 
