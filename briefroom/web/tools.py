@@ -80,6 +80,9 @@ class WebTools:
     def close(self) -> None:
         self.fetcher.client.close()
         self.fetcher.cache.close()
+        client = getattr(self.provider, "client", None)
+        if client is not None:
+            client.close()
 
     def tools(self) -> dict[str, Tool]:
         return {
