@@ -185,6 +185,8 @@ def research(
     fact_threshold: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="share of the question's words "
                                                             "and numbers a remembered fact must hold to be recalled "
                                                             "(default 0.5)")] = None,
+    language: Annotated[Optional[str], typer.Option(help="the report's language, en or zh (default: the "
+                                                    "question's)")] = None,
     parallel: Annotated[Optional[int], typer.Option(min=1, max=8, help="sub-questions searched at the same time, "
                                                     "one searcher instance each (env BRIEFROOM_PARALLEL; default "
                                                     "1: worth raising with a remote endpoint, not the embedded "
@@ -209,7 +211,8 @@ def research(
                              max_tokens=max_tokens, context_shares=parse_section_values(share, "--share", float),
                              context_floors=parse_section_values(floor, "--floor", int), memory=memory, user=user,
                              session=session, memory_scope=memory_scope, memory_threshold=memory_threshold,
-                             fact_threshold=fact_threshold, parallel=parallel, compact_at=compact_at)
+                             fact_threshold=fact_threshold, parallel=parallel, compact_at=compact_at,
+                             language=language)
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
                                               roles_dirs=list(roles_dir)), settings,
                               progress=_progress(quiet, as_json))

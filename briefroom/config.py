@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -36,12 +37,15 @@ class Settings(BaseModel):
     user: str | None = Field(default=None, description="memory namespace: user (default: login name)")
     session: str = Field(default="default", description="memory namespace: session")
     memory_scope: str = Field(default="user", description="what a run may recall: user | session")
-    memory_threshold: float = Field(default=0.75, ge=0.0, le=1.0, description="cosine similarity to recall")
+    memory_threshold: float | None = Field(default=None, ge=0.0, le=1.0,
+                                           description="cosine similarity to recall (default: the embedder's)")
     fact_threshold: float = Field(default=0.5, ge=0.0, le=1.0,
                                   description="share of a query's words and numbers a fact must hold to be recalled")
     temperature: float = 0.0
     request_timeout: float = Field(default=120.0, gt=0, description="seconds one model call may take")
     parallel: int = Field(default=1, ge=1, le=8, description="searcher instances that may run at the same time")
+    language: Literal["en", "zh"] | None = Field(default=None, description="the report's language (default: "
+                                                                            "the question's)")
     compact_at: tuple[float, float, float] = Field(
         default=(0.6, 0.75, 0.85), description="shares of --max-tokens at which the run warns, compresses its "
                                                "prompts, and leaves only the Writer")
@@ -65,6 +69,14 @@ class Settings(BaseModel):
             raise ValueError("the shares must satisfy 0 < WARN <= COMPRESS <= FINISH <= 1")
         return value
 
+    @property
+    def recall_threshold(self) -> float:
+        """The cosine similarity a memory needs to be recalled: `memory_threshold`, or the
+        embedder's own scale (cosines of one model are not comparable with another's)."""
+        from briefroom.corpus.embeddings import recall_threshold_for
+
+        return self.memory_threshold if self.memory_threshold is not None else recall_threshold_for(self.embedder)
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> "Settings":
         env = dict(os.environ if env is None else env)
@@ -82,6 +94,7 @@ class Settings(BaseModel):
             "session": ("BRIEFROOM_SESSION",),
             "request_timeout": ("BRIEFROOM_REQUEST_TIMEOUT",),
             "parallel": ("BRIEFROOM_PARALLEL",),
+            "language": ("BRIEFROOM_LANGUAGE",),
             "compact_at": ("BRIEFROOM_COMPACT_AT",),
         }
         for field, names in pick.items():

@@ -55,6 +55,7 @@ from briefroom.protocol.prompt_assembly import Item
 from briefroom.protocol.redaction import redact_text
 from briefroom.protocol.tools import artifact_tool, corpus_tools
 from briefroom.records import DEFAULT_CRITERIA, Charter, Fact, SourceRecord
+from briefroom.report.language import language_of
 from briefroom.runlog import RunLog
 
 # A question is a question: its words go into every role's prompt (P0, never cut).
@@ -119,7 +120,8 @@ def make_charter(request: ResearchRequest, settings: Settings, roles: list[Role]
     return Charter(goal=redact_text(" ".join(request.question.split())),
                    acceptance_criteria=tuple(DEFAULT_CRITERIA) + tuple(request.acceptance_criteria),
                    constraints=tuple(request.constraints), roles=tuple(r.name for r in roles),
-                   max_rounds=settings.rounds, max_revisions=settings.max_revisions)
+                   max_rounds=settings.rounds, max_revisions=settings.max_revisions,
+                   language=settings.language or language_of(request.question))
 
 
 def initial_state(charter: Charter, planner: str, facts: list[Fact] | None = None,
@@ -296,13 +298,14 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
             tools = {**corpus_tools(index), "read_artifact": artifact_tool(store), **request.tools}
             # for roles that declare it; with memory off it finds nothing
             tools["recall_memory"] = memory_tool(memory, namespace, settings.memory_scope,  # type: ignore[arg-type]
-                                                 settings.memory_threshold, settings.fact_threshold)
+                                                 settings.recall_threshold, settings.fact_threshold)
             counter = TokenCounter(encoding_for_model(settings.model or ""))
             ctx = RunContext(bus=bus, models=pool, counter=counter, log=log, tools=tools, artifacts=store,
                              index=index, progress=say, context_strategy=settings.context,
                              max_tokens=settings.max_tokens, shares=settings.context_shares,
                              floors=settings.context_floors, memory_items=memory_items,
-                             memory_threshold=settings.memory_threshold, parallel=settings.parallel,
+                             memory_threshold=settings.recall_threshold, fact_threshold=settings.fact_threshold,
+                             parallel=settings.parallel,
                              compaction=Compaction(*settings.compact_at),
                              transcript_path=run_dir / TRANSCRIPT_FILE)
             if resumed:

@@ -25,7 +25,7 @@ from briefroom.report.checks import (
     repair_draft,
 )
 from briefroom.report.draft import Claim, ReportDraft, render_markdown
-from briefroom.report.language import LABELS, criterion, language_of
+from briefroom.report.language import LABELS, charter_language, criterion
 
 
 class Verdict(BaseModel):
@@ -166,7 +166,7 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
             turn.ctx.log.event("report_repair", agent="critic", round=turn.round, repair=line)
     footer = sent.footer
     checks = acceptance(draft, charter)
-    language = language_of(charter.goal)
+    language = charter_language(charter)
     lab = LABELS[language]
     footer += f"\n\n{lab['criteria']}\n\n" + "\n".join(f"- {mark} {criterion(text, language)}"
                                                         for text, mark in checks.items())

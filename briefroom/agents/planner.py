@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
+from briefroom.memory.store import terms
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.extraction import content_words
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
@@ -69,17 +70,25 @@ def envelope(turn: Turn, question: str, number: int, gaps: list[AgentMessage],
 
 
 def answered_by(turn: Turn, questions: list[str], remembered: list[Fact]) -> list[Fact | None]:
-    """Per question, the remembered fact closest in meaning, if it is close enough.
-    One embedding call for all questions and facts."""
+    """Per question, the remembered fact closest in meaning, if it answers it: close in
+    meaning (cosine at the recall threshold), or related (two thirds of it) and holding
+    the question's terms as fact recall counts them (`--fact-threshold` of its words and
+    numbers). A question and the sentence answering it share a subject, not a wording;
+    a multilingual model scores them lower than an English-only one did. One embedding
+    call for all questions and facts."""
     if not remembered or turn.ctx.index is None:
         return [None] * len(questions)
     vectors = turn.ctx.index.embedder.embed([*questions, *(f.text for f in remembered)])
     facts = vectors[len(questions):]
+    close, related = turn.ctx.memory_threshold, turn.ctx.memory_threshold * 2 / 3
     out: list[Fact | None] = []
-    for question in vectors[:len(questions)]:
+    for text, question in zip(questions, vectors[:len(questions)]):
+        wanted = terms(text)
         scores = [sum(a * b for a, b in zip(question, v)) for v in facts]  # unit vectors: dot = cosine
         best = max(range(len(scores)), key=scores.__getitem__)
-        out.append(remembered[best] if scores[best] >= turn.ctx.memory_threshold else None)
+        held = len(wanted & terms(remembered[best].text)) / len(wanted) if wanted else 0.0
+        answers = scores[best] >= close or (scores[best] >= related and held >= turn.ctx.fact_threshold)
+        out.append(remembered[best] if answers else None)
     return out
 
 

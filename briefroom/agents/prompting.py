@@ -29,6 +29,7 @@ from briefroom.protocol.prompt_assembly import (
     mark_data,
 )
 from briefroom.records import Fact
+from briefroom.report.language import LABELS, charter_language
 
 if TYPE_CHECKING:
     from briefroom.agents.base import Turn
@@ -50,6 +51,8 @@ def render_charter(charter) -> str:
         lines.append("Constraints:")
         lines += [f"- {c}" for c in charter.constraints]
     lines.append(f"Team: {', '.join(charter.roles)}. Rounds at most: {charter.max_rounds}.")
+    language = charter_language(charter)
+    lines.append(f"Language: {language}: write every sentence of your own in {LABELS[language]['language_name']}.")
     return "\n".join(lines)
 
 

@@ -79,7 +79,8 @@ class RunContext:
     max_tokens: int | None = None  # run-level budget (prompt + completion tokens)
     # Recalled at task start for roles that read memory (untrusted data with provenance).
     memory_items: list["Item"] = field(default_factory=list)
-    memory_threshold: float = 0.75  # cosine similarity at which a remembered fact answers a question
+    memory_threshold: float = 0.75  # cosine similarity at which a memory is recalled (the embedder's scale)
+    fact_threshold: float = 0.5  # share of a question's words and numbers a fact must hold to answer it
     shares: dict[str, float] = field(default_factory=dict)  # overrides of the builder's section shares
     floors: dict[str, int] = field(default_factory=dict)
     tokens_used: int = 0

@@ -23,7 +23,7 @@ from briefroom.report.draft import (
     WriterDraft,
     render_markdown,
 )
-from briefroom.report.language import LABELS, language_of, question_parts
+from briefroom.report.language import LABELS, charter_language, question_parts
 from briefroom.report.outline import outline
 
 
@@ -150,7 +150,7 @@ def step(turn: Turn) -> None:
     facts, allowed, sources = _evidence(turn, conclusions)
     goal = turn.charter.goal
     parts = question_parts(goal)
-    language = language_of(goal)
+    language = charter_language(turn.charter)
     lab = LABELS[language]
     label = " / ".join(sorted(turn.ctx.models.labels))
     footer = lab["generated"].format(label=label)

@@ -164,3 +164,14 @@ def make_embedder(spec: str) -> Embedder:
         return OpenAIEmbedder(model=spec.split(":", 1)[1])
     raise ConfigError(f"unknown embedder {spec!r}: use 'local' (= 'use', multilingual), 'minilm' (English) "
                       "or 'openai:<model>'")
+
+
+# The cosine similarity at which a remembered task or skill counts as the same subject,
+# per embedding model: each model has its own scale. MiniLM puts a question and the
+# sentence answering it around 0.75; USE-m3 around 0.45 (median of the answering pairs;
+# unrelated sentences: median 0.12, 99th percentile 0.40; BENCHMARKS.md).
+RECALL_THRESHOLDS = {"minilm": 0.75, "local": 0.45, "use": 0.45}
+
+
+def recall_threshold_for(spec: str) -> float:
+    return RECALL_THRESHOLDS.get(spec, 0.75)

@@ -47,13 +47,13 @@ def read_memory(memory: MemoryStore, ns: Namespace, settings: Settings, goal: st
                                             goal) if len(content_words(c)) >= 3 and c.strip() != goal.strip())]
     best: dict[str, Recalled] = {}
     for query in queries:
-        for r in memory.recall(query, ns, scope, threshold=settings.memory_threshold,
+        for r in memory.recall(query, ns, scope, threshold=settings.recall_threshold,
                                fact_threshold=settings.fact_threshold):
             if r.item_id not in best or r.score > best[r.item_id].score:
                 best[r.item_id] = r
     recalled = sorted(best.values(), key=lambda r: -r.score)[:8]
-    skills = memory.skills_for(goal, ns, scope, threshold=settings.memory_threshold)
-    log.event("memory_read", agent="planner", scope=scope, threshold=settings.memory_threshold,
+    skills = memory.skills_for(goal, ns, scope, threshold=settings.recall_threshold)
+    log.event("memory_read", agent="planner", scope=scope, threshold=settings.recall_threshold,
               fact_threshold=settings.fact_threshold, items=[_logged(r) for r in [*recalled, *skills]])
     items = []
     for order, r in enumerate([*skills, *recalled]):

@@ -179,12 +179,12 @@ def _research(state: ServeState, runtime: Runtime[ServeContext]) -> ResearchOutp
             store = ArtifactStore(run_dir / "artifacts")
             tools = {**corpus_tools(index), "read_artifact": artifact_tool(store),
                      "recall_memory": memory_tool(None, None, settings.memory_scope,  # type: ignore[arg-type]
-                                                  settings.memory_threshold, settings.fact_threshold)}
+                                                  settings.recall_threshold, settings.fact_threshold)}
             ctx = RunContext(bus=bus, models=pool, counter=TokenCounter(encoding_for_model(settings.model or "")),
                              log=log, tools=tools, artifacts=store, index=index, progress=say,
                              context_strategy=settings.context, max_tokens=settings.max_tokens,
                              shares=settings.context_shares, floors=settings.context_floors,
-                             memory_threshold=settings.memory_threshold, parallel=settings.parallel,
+                             memory_threshold=settings.recall_threshold, parallel=settings.parallel,
                              compaction=Compaction(*settings.compact_at), transcript_path=run_dir / TRANSCRIPT_FILE)
             runs.update(run_dir, record, status="running")
             # Called inside this node, the compiled graph runs as its subgraph: the server's
