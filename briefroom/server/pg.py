@@ -14,7 +14,7 @@ it accepts connections, and on exit stops it and deletes the directory. PostgreS
 refuses to run as root: as root the server runs as an unprivileged user that already
 exists (`BRIEFROOM_PG_USER`, default `nobody`), which owns the temporary directory.
 The server dies with the process that started it (PR_SET_PDEATHSIG), so a killed test
-run leaves no server behind.
+run leaves no server behind (only its directory, `briefroom-pg-*` in the temp dir).
 
 `durable=False` (the default, for tests) turns fsync and synchronous commit off: the data
 survives the server, not the machine. Benchmarks that measure writes pass `durable=True`.
