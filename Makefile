@@ -19,7 +19,7 @@ LLAMA_CMAKE   := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -D
 LLAMA_STAMP   := $(VENV)/.llama-$(LLAMA_VERSION)-$(shell echo '$(LLAMA_CMAKE)' | cksum | cut -d' ' -f1)
 
 $(STAMP): pyproject.toml $(LLAMA_STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[local,dev,serve]"
+	$(BIN)/python -m pip install --quiet -e ".[local,dev,serve,server]"
 	touch $(STAMP)
 
 $(LLAMA_STAMP):

@@ -138,6 +138,9 @@ def _settings(**overrides) -> Settings:
 
 
 # Options several commands share, declared once.
+DatabaseUrl = Annotated[Optional[str], typer.Option("--database-url", help="PostgreSQL URL: the job queue, and "
+                                                  "for runs their checkpoints and long-term memory (env "
+                                                  "BRIEFROOM_DATABASE_URL; needs the server extra)")]
 Json = Annotated[bool, typer.Option("--json", help="machine-readable output (JSON) instead of text")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines")]
 DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="index and memory stores "
@@ -187,6 +190,7 @@ def research(
                                                             "(default 0.5)")] = None,
     language: Annotated[Optional[str], typer.Option(help="the report's language, en or zh (default: the "
                                                     "question's)")] = None,
+    database_url: DatabaseUrl = None,
     parallel: Annotated[Optional[int], typer.Option(min=1, max=8, help="sub-questions searched at the same time, "
                                                     "one searcher instance each (env BRIEFROOM_PARALLEL; default "
                                                     "1: worth raising with a remote endpoint, not the embedded "
@@ -212,7 +216,7 @@ def research(
                              context_floors=parse_section_values(floor, "--floor", int), memory=memory, user=user,
                              session=session, memory_scope=memory_scope, memory_threshold=memory_threshold,
                              fact_threshold=fact_threshold, parallel=parallel, compact_at=compact_at,
-                             language=language)
+                             language=language, database_url=database_url)
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
                                               roles_dirs=list(roles_dir)), settings,
                               progress=_progress(quiet, as_json))
@@ -229,6 +233,7 @@ def resume(
                                                       "the run")] = None,
     live: Annotated[bool, typer.Option("--live", help="a replay goes on with a live model (--model) instead of "
                                        "its cassette")] = False,
+    database_url: DatabaseUrl = None,
     as_json: Json = False,
     quiet: Quiet = False,
 ) -> None:
@@ -248,13 +253,9 @@ def resume(
         if live and not (model or role_model):
             raise BriefroomError("--live needs --model (the model that continues the replay)")
         overrides = {"model": model, "base_url": base_url, "max_tokens": max_tokens,
-                     "role_models": parse_role_models(role_model) or None}
+                     "role_models": parse_role_models(role_model) or None, "database_url": database_url}
         result = resume_research(run_dir, overrides, progress=_progress(quiet, as_json), live=live)
     _print_result(result, as_json)
-
-
-DatabaseUrl = Annotated[Optional[str], typer.Option("--database-url", help="PostgreSQL URL of the job queue "
-                                                  "(env BRIEFROOM_DATABASE_URL)")]
 
 
 def _database_url(url: str | None) -> str:

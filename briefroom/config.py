@@ -44,6 +44,9 @@ class Settings(BaseModel):
     temperature: float = 0.0
     request_timeout: float = Field(default=120.0, gt=0, description="seconds one model call may take")
     parallel: int = Field(default=1, ge=1, le=8, description="searcher instances that may run at the same time")
+    database_url: str | None = Field(default=None, repr=False,
+                                     description="PostgreSQL URL: checkpoints and long-term memory go there (the "
+                                                 "corpus index stays in the data directory)")
     language: Literal["en", "zh"] | None = Field(default=None, description="the report's language (default: "
                                                                             "the question's)")
     compact_at: tuple[float, float, float] = Field(
@@ -95,6 +98,7 @@ class Settings(BaseModel):
             "request_timeout": ("BRIEFROOM_REQUEST_TIMEOUT",),
             "parallel": ("BRIEFROOM_PARALLEL",),
             "language": ("BRIEFROOM_LANGUAGE",),
+            "database_url": ("BRIEFROOM_DATABASE_URL",),
             "compact_at": ("BRIEFROOM_COMPACT_AT",),
         }
         for field, names in pick.items():

@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import sys
 import threading
 import time
@@ -42,7 +43,7 @@ from briefroom.llm import ModelPool, build_pool, embedded_model_file, needs_embe
 from briefroom.memory.gates import apply_gates
 from briefroom.memory.namespace import Namespace, default_user
 from briefroom.memory.reading import read_memory, remembered_facts
-from briefroom.memory.store import MemoryStore, memory_tool
+from briefroom.memory.store import MemoryBackend, MemoryStore, memory_tool
 from briefroom.memory.zones import Recalled
 from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer
@@ -77,6 +78,7 @@ class ResearchRequest:
     models: ModelPool | None = None  # bring your own LangChain chat models (tests, library use)
     tools: dict[str, Any] = field(default_factory=dict)  # replace or add tools by name (protocol.tools.Tool)
     scenario: Path | None = None  # replays: the scenario folder (kept in run.json so a replay can resume)
+    thread_id: str | None = None  # the graph's thread; a queued job's is `job-<id>` (default: the run's name)
 
 
 @dataclass
@@ -174,10 +176,18 @@ def run_research(request: ResearchRequest, settings: Settings, progress: Progres
                             roles_dirs=[str(p.resolve()) for p in request.roles_dirs],
                             settings=runs.settings_for_record(settings),
                             scenario=str(request.scenario) if request.scenario else None,
-                            recording=request.record is not None, thread_id=run_dir.name,
+                            recording=request.record is not None, thread_id=_thread_id(request, run_dir, settings),
                             namespace=asdict(namespace) if namespace else None)
     runs.save(run_dir, record)
     return _execute(run_dir, record, settings, request, progress, stop_after_round)
+
+
+def _thread_id(request: ResearchRequest, run_dir: Path, settings: Settings) -> str:
+    """The run's folder name names its thread in its own checkpoints.sqlite; a database
+    shared by many machines gets a suffix so two runs named alike stay apart."""
+    if request.thread_id:
+        return request.thread_id
+    return f"{run_dir.name}-{secrets.token_hex(4)}" if settings.database_url else run_dir.name
 
 
 def resume_research(run_dir: Path, overrides: dict[str, Any] | None = None, progress: ProgressFn | None = None,
@@ -220,7 +230,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
     namespace = Namespace(**record.namespace) if record.namespace else None
     recorder = Cassette() if request.record else None
     index: CorpusIndex | None = None
-    memory: MemoryStore | None = None
+    memory: MemoryBackend | None = None
     log: RunLog | None = None
     clock = time.monotonic()
     ctx: RunContext | None = None
@@ -233,8 +243,10 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
     with contextlib.ExitStack() as stack:
         stack.enter_context(_exclusive(run_dir))
         stack.enter_context(data_dir_in_use(settings.data_dir))
-        had_checkpoints = (run_dir / "checkpoints.sqlite").is_file()
-        saver = open_checkpointer(run_dir / "checkpoints.sqlite")
+        # Checkpoints in the run directory, or in PostgreSQL with --database-url, where a
+        # worker on another machine can resume the run (briefroom/server/checkpoint_pg.py).
+        had_checkpoints = bool(settings.database_url) or (run_dir / "checkpoints.sqlite").is_file()
+        saver = open_checkpoints(settings.database_url or run_dir / "checkpoints.sqlite")
         stack.callback(saver.conn.close)
         graph = build_graph(roles, bus, checkpointer=saver, parallel=settings.parallel)
         config = {"configurable": {"thread_id": record.thread_id}, "recursion_limit": 60 * settings.rounds,
@@ -266,7 +278,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
             stack.callback(index.close)
             stats = _index_corpus(index, request.corpus, say)
             if namespace is not None:
-                memory = MemoryStore(settings.data_dir, index.embedder)
+                memory = _memory_store(settings, index.embedder)
                 stack.callback(memory.close)
                 # The gates' injection detector loads a 2 s model: load it while the run works.
                 threading.Thread(target=injection.preload, name="preload-injection-detector", daemon=True).start()
@@ -394,7 +406,7 @@ def _stream(graph: Any, graph_input: Any, config: dict[str, Any], ctx: RunContex
         graph_input = None  # a round ended before the one to pause after: go on
 
 
-def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunContext, memory: MemoryStore | None,
+def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunContext, memory: MemoryBackend | None,
             namespace: Namespace | None, log: RunLog, pool: ModelPool, request: ResearchRequest,
             settings: Settings, recorder: Cassette | None) -> RunResult:
     """After the graph: report files, memory gates, the scenario of a recording. Each
@@ -437,6 +449,31 @@ def _exclusive(run_dir: Path):
         except BlockingIOError:
             raise ConfigError(f"{run_dir} is in use by another briefroom process") from None
         yield
+
+
+def open_checkpoints(where: str | Path) -> Any:
+    """SQLite in the run directory, or PostgreSQL for a `postgresql://` URL."""
+    if isinstance(where, str) and where.startswith(("postgresql://", "postgres://")):
+        try:
+            from briefroom.server.checkpoint_pg import open_checkpointer as open_pg
+        except ImportError:
+            raise ConfigError("--database-url needs the server extra: pip install 'briefroom[server]'") from None
+        try:
+            return open_pg(where)
+        except Exception as exc:  # refused, wrong password, down
+            raise ConfigError(f"PostgreSQL at {runs.database_without_password(where)}: {type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
+    return open_checkpointer(Path(where))
+
+
+def _memory_store(settings: Settings, embedder: Any) -> MemoryBackend:
+    """Long-term memory in the data directory, or in PostgreSQL with --database-url
+    (pgvector; shared by every worker that reaches the database)."""
+    if settings.database_url:
+        from briefroom.server.memory_pg import PgMemoryStore
+
+        return PgMemoryStore(settings.database_url, embedder)
+    return MemoryStore(settings.data_dir, embedder)
 
 
 DATA_DIR_LOCK = "briefroom.lock"

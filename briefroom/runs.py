@@ -55,14 +55,33 @@ class RunRecord(BaseModel):
     def settings_with(self, **overrides: Any) -> Settings:
         """The run's own settings, changed where the caller says (e.g. a larger
         --max-tokens); the API key comes from the environment again."""
-        values = {**self.settings, **{k: v for k, v in overrides.items() if v is not None}}
-        return Settings.from_env(**values)
+        values = {k: v for k, v in {**self.settings, **{k: v for k, v in overrides.items() if v is not None}}.items()
+                  if k != "database"}
+        settings = Settings.from_env(**values)
+        where = self.settings.get("database")
+        if where and not settings.database_url:
+            raise ConfigError(f"this run keeps its checkpoints in PostgreSQL ({where}): set BRIEFROOM_DATABASE_URL "
+                              "(or --database-url) to resume it")
+        return settings
 
 
 def settings_for_record(settings: Settings) -> dict[str, Any]:
-    values = settings.model_dump(mode="json", exclude={"api_key"})
+    """The settings as run.json keeps them: no key, no database password (a resume takes
+    both from the environment again); a run on PostgreSQL says where, without them."""
+    values = settings.model_dump(mode="json", exclude={"api_key", "database_url"})
     values["data_dir"] = str(settings.data_dir.expanduser().resolve())
+    if settings.database_url:
+        values["database"] = database_without_password(settings.database_url)
     return values
+
+
+def database_without_password(url: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = (f"{parts.username}@" if parts.username else "") + host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def save(run_dir: Path, record: RunRecord) -> None:

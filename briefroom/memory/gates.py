@@ -23,7 +23,7 @@ from typing import Any
 from briefroom.events import MemoryWrite
 from briefroom.graph.state import AgentState
 from briefroom.memory.namespace import Namespace
-from briefroom.memory.store import MemoryStore
+from briefroom.memory.store import MemoryBackend
 from briefroom.memory.zones import FactRow
 from briefroom.protocol import injection
 from briefroom.protocol.chars import GARBAGE_RE
@@ -151,7 +151,7 @@ def _subjects(state: AgentState) -> dict[str, str]:
     return out
 
 
-def apply_gates(store: MemoryStore, ns: Namespace, run_id: str, state: AgentState, transcript: list[str],
+def apply_gates(store: MemoryBackend, ns: Namespace, run_id: str, state: AgentState, transcript: list[str],
                 used_skills: list[str], log: RunLog) -> list[MemoryWrite]:
     """Judge every candidate, write what passes, log every decision; returns the decisions.
 
@@ -185,7 +185,7 @@ def apply_gates(store: MemoryStore, ns: Namespace, run_id: str, state: AgentStat
     return decisions
 
 
-def _write(store: MemoryStore, ns: Namespace, run_id: str, state: AgentState,
+def _write(store: MemoryBackend, ns: Namespace, run_id: str, state: AgentState,
            judged: list[tuple[Candidate, bool, str]], subjects: dict[str, str], used_skills: list[str]) -> dict:
     """The writes of the accepted candidates: candidate index -> zone, id, action (and the
     fact table's reason); skill reuses -> id, outcome."""

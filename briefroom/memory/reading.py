@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from briefroom.config import Settings
 from briefroom.corpus.index import CorpusIndex
 from briefroom.memory.namespace import Namespace, Scope
-from briefroom.memory.store import MemoryStore
+from briefroom.memory.store import MemoryBackend
 from briefroom.memory.zones import Recalled
 from briefroom.protocol.extraction import content_words, numbers_in
 from briefroom.protocol.messages import Priority
@@ -37,7 +37,7 @@ from briefroom.runlog import RunLog
 MEMORY_FACT = "M"  # a run fact that came from memory is M + the memory item's id
 
 
-def read_memory(memory: MemoryStore, ns: Namespace, settings: Settings, goal: str,
+def read_memory(memory: MemoryBackend, ns: Namespace, settings: Settings, goal: str,
                 log: RunLog) -> tuple[list[Item], list[str], list[Recalled]]:
     """Task start: similar past tasks, known facts and skills, as untrusted data with
     their provenance, for the roles that read memory (the Planner)."""
@@ -122,7 +122,7 @@ class MemoryReader:
     of the `recall_memory` tool (a model's decision point) and what code calls at the
     decision points it owns (`memory_reader`). With memory off it finds nothing."""
 
-    store: MemoryStore | None
+    store: MemoryBackend | None
     ns: Namespace | None
     scope: Scope
     threshold: float

@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from briefroom.corpus.embeddings import Embedder
 from briefroom.files import store_file
@@ -512,7 +512,7 @@ class MemoryStore:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def memory_tool(store: MemoryStore | None, ns: Namespace | None, scope: Scope, threshold: float,
+def memory_tool(store: MemoryBackend | None, ns: Namespace | None, scope: Scope, threshold: float,
                 fact_threshold: float = FACT_THRESHOLD):
     """`recall_memory(query)`: how roles other than the Planner read memory, at the
     decision points where they choose to call it (declared in the role's tools).
@@ -539,3 +539,10 @@ class _Found(NamedTuple):
     created: float
     provenance: dict[str, Any]
     zone: str
+
+
+if TYPE_CHECKING:
+    from briefroom.server.memory_pg import PgMemoryStore
+
+# Either store: the same methods over the data directory or PostgreSQL (server extra).
+MemoryBackend = Union[MemoryStore, "PgMemoryStore"]
