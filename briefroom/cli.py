@@ -324,6 +324,35 @@ def worker(
         raise typer.Exit(130) from None
 
 
+@app.command()
+def migrate(
+    to: Annotated[Optional[str], typer.Option("--to", help="PostgreSQL URL (env BRIEFROOM_DATABASE_URL)")] = None,
+    runs_dirs: Annotated[list[Path], typer.Option("--runs", help="run directories, or folders of them, whose "
+                                                 "checkpoints move too (repeatable; default runs/)")] = [],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="count what would move; write nothing")] = False,
+    data_dir: DataDir = None,
+    as_json: Json = False,
+) -> None:
+    """Move the data directory's long-term memory and the runs' checkpoints to PostgreSQL.
+    Safe to run again: it copies only what is missing. The corpus index stays (a cache)."""
+    from briefroom.server.migrate import migrate as move
+
+    url = _database_url(to)
+    try:
+        settings = _settings(data_dir=data_dir)
+        report = move(settings.data_dir, url, list(runs_dirs) or [Path("runs")], dry_run=dry_run)
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    except Exception as exc:  # the database: down, refused, wrong password
+        raise _fail(f"migrate to the database failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}") \
+            from None
+    if as_json:
+        sys.stdout.write(report.model_dump_json() + "\n")
+    else:
+        for line in report.lines():
+            stdout.print(line, markup=False)
+
+
 jobs_app = typer.Typer(help="The research job queue: list, show, cancel.")
 app.add_typer(jobs_app, name="jobs")
 

@@ -264,3 +264,26 @@ def test_a_thread_name_taken_in_the_database_and_a_migrate_killed_before_the_ren
     monkeypatch.setenv("BRIEFROOM_DATABASE_URL", pg_url)
     result = resume_research(run_dir, {"max_tokens": 200_000})
     assert result.report and any(e.event == "run_resume" for e in result.events)
+
+
+def test_the_migrate_command_dry_run_and_bad_url(pg_url, tmp_path):
+    from typer.testing import CliRunner
+
+    from briefroom.cli import app
+
+    runner = CliRunner()
+    (tmp_path / "data").mkdir()
+    dry = runner.invoke(app, ["migrate", "--to", pg_url, "--data-dir", str(tmp_path / "data"), "--runs",
+                              str(tmp_path / "runs"), "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.output
+    assert '"dry_run":true' in dry.output.replace(" ", "")
+    from briefroom.corpus.embeddings import make_embedder
+    from briefroom.memory.namespace import Namespace
+    from briefroom.memory.store import MemoryStore
+
+    store = MemoryStore(tmp_path / "data", make_embedder("local"))
+    store.put_memory(Namespace("mig", "s1"), "task", "Question: how big?", {"run": "r1"}, 0.8)
+    store.close()
+    bad = runner.invoke(app, ["migrate", "--to", "postgresql://u:secretpw@127.0.0.1:1/none", "--data-dir",
+                              str(tmp_path / "data")])
+    assert bad.exit_code == 1 and bad.output.startswith("error:") and "secretpw" not in bad.output, bad.output
