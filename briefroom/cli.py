@@ -475,14 +475,14 @@ def runs_show(
 
 
 @app.command()
-def index(folders: Annotated[list[Path], typer.Argument(help="folders of documents")], data_dir: DataDir = None) -> None:
+def index(folders: Annotated[list[Path], typer.Argument(help="folders of documents")], data_dir: DataDir = None,
+          database_url: DatabaseUrl = None) -> None:
     """Index FOLDERS so later research runs start without embedding."""
-    from briefroom.corpus.embeddings import make_embedder
-    from briefroom.corpus.index import CorpusIndex
+    from briefroom.run import open_index
 
     try:
-        settings = _settings(data_dir=data_dir)
-        idx = CorpusIndex(settings.data_dir, make_embedder(settings.embedder))
+        settings = _settings(data_dir=data_dir, database_url=database_url)
+        idx = open_index(settings)
         stats = idx.sync(list(folders), progress=lambda line: err.print(line, markup=False))
         idx.close()
     except BriefroomError as exc:

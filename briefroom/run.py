@@ -274,7 +274,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                 charter = make_charter(request, settings, roles)
                 (run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
             started = time.perf_counter()
-            index = CorpusIndex(settings.data_dir, make_embedder(settings.embedder))
+            index = open_index(settings)
             stack.callback(index.close)
             stats = _index_corpus(index, request.corpus, say)
             if namespace is not None:
@@ -464,6 +464,17 @@ def open_checkpoints(where: str | Path) -> Any:
             raise ConfigError(f"PostgreSQL at {runs.database_without_password(where)}: {type(exc).__name__}: "
                               f"{str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
     return open_checkpointer(Path(where))
+
+
+def open_index(settings: Settings) -> CorpusIndex:
+    """The corpus index in the data directory, or in PostgreSQL with --database-url
+    (pgvector; shared by every process that reaches the database, each chunk embedded
+    once even when several index at the same time)."""
+    if settings.database_url:
+        from briefroom.server.corpus_pg import PgCorpusIndex
+
+        return PgCorpusIndex(settings.database_url, make_embedder(settings.embedder))
+    return CorpusIndex(settings.data_dir, make_embedder(settings.embedder))
 
 
 def _memory_store(settings: Settings, embedder: Any) -> MemoryBackend:

@@ -96,8 +96,6 @@ def _research(state: ServeState, runtime: Runtime[ServeContext]) -> ResearchOutp
     from briefroom.agents.registry import bus_for, discover
     from briefroom.agents.run_context import Compaction, RunContext
     from briefroom.config import Settings
-    from briefroom.corpus.embeddings import make_embedder
-    from briefroom.corpus.index import CorpusIndex
     from briefroom.errors import ConfigError
     from briefroom.graph.builder import build_graph
     from briefroom.graph.summary import SUMMARIZER
@@ -117,6 +115,7 @@ def _research(state: ServeState, runtime: Runtime[ServeContext]) -> ResearchOutp
         default_run_dir,
         initial_state,
         make_charter,
+        open_index,
     )
     from briefroom.runlog import RunLog
 
@@ -165,7 +164,7 @@ def _research(state: ServeState, runtime: Runtime[ServeContext]) -> ResearchOutp
             charter = make_charter(request, settings, roles)
             (run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
             started = time.perf_counter()
-            index = CorpusIndex(settings.data_dir, make_embedder(settings.embedder))
+            index = open_index(settings)
             stack.callback(index.close)
             stats = _index_corpus(index, corpus, say)
             log.event("run_start", question=charter.goal, rounds=charter.max_rounds, roles=[r.name for r in roles],

@@ -1,4 +1,4 @@
-"""A research run with --database-url keeps its checkpoints and long-term memory in
+"""A research run with --database-url keeps its checkpoints, long-term memory and corpus index in
 PostgreSQL: resumable from any machine that reaches the database, with no password in
 run.json."""
 
@@ -42,3 +42,4 @@ def test_checkpoints_and_memory_live_in_postgres_and_a_resume_needs_the_url(pg_u
         store.close()
     assert rows  # what the gates let through went to PostgreSQL, not the data directory
     assert not list((tmp_path / "data").glob("memory/*/memory.sqlite"))
+    assert not list((tmp_path / "data").glob("index/*/documents.sqlite"))  # the corpus index is there too
