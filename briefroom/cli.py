@@ -195,10 +195,19 @@ def research(
                                                     "one searcher instance each (env BRIEFROOM_PARALLEL; default "
                                                     "1: worth raising with a remote endpoint, not the embedded "
                                                     "model, which answers one call at a time)")] = None,
+    web: Annotated[Optional[bool], typer.Option("--web/--no-web", help="let the Searcher search the web and read "
+                                                "pages (cited by URL); env BRIEFROOM_WEB")] = None,
+    search_provider: Annotated[Optional[str], typer.Option(help="searxng (self-hosted, --searxng-url) or brave "
+                                                           "(key in BRIEFROOM_BRAVE_API_KEY)")] = None,
+    searxng_url: Annotated[Optional[str], typer.Option(help="your SearXNG instance (env BRIEFROOM_SEARXNG_URL)")] = None,
+    allow_domain: Annotated[list[str], typer.Option("--allow-domain", help="fetch only this domain and its "
+                                                    "subdomains (repeatable)")] = [],
+    deny_domain: Annotated[list[str], typer.Option("--deny-domain", help="never fetch this domain or its "
+                                                   "subdomains (repeatable)")] = [],
     as_json: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """Research QUESTION over your documents and write a cited report."""
+    """Research QUESTION over your documents (and the web, with --web) and write a cited report."""
     from briefroom.run import ResearchRequest, default_run_dir, run_research
 
     if out is not None and out.exists() and not out.is_dir():
@@ -216,7 +225,9 @@ def research(
                              context_floors=parse_section_values(floor, "--floor", int), memory=memory, user=user,
                              session=session, memory_scope=memory_scope, memory_threshold=memory_threshold,
                              fact_threshold=fact_threshold, parallel=parallel, compact_at=compact_at,
-                             language=language, database_url=database_url)
+                             language=language, database_url=database_url,
+                             web=web, search_provider=search_provider, searxng_url=searxng_url,
+                             allow_domains=allow_domain or None, deny_domains=deny_domain or None)
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
                                               roles_dirs=list(roles_dir)), settings,
                               progress=_progress(quiet, as_json))

@@ -49,6 +49,15 @@ class Settings(BaseModel):
                                                  "corpus index stays in the data directory)")
     language: Literal["en", "zh"] | None = Field(default=None, description="the report's language (default: "
                                                                             "the question's)")
+    web: bool = Field(default=False, description="web research: the Searcher may use web_search and fetch_url")
+    search_provider: str = Field(default="searxng", description="searxng (self-hosted) or brave (key in the "
+                                                                "environment, never in settings)")
+    searxng_url: str | None = Field(default=None, description="the SearXNG instance web_search asks")
+    allow_domains: list[str] = Field(default_factory=list, description="fetch only these domains (and subdomains)")
+    deny_domains: list[str] = Field(default_factory=list, description="never fetch these domains (and subdomains)")
+    web_allow_addresses: list[str] = Field(default_factory=list, description="address:port pairs fetch_url may "
+                                           "reach although not public (tests, intranets)")
+    web_interval: float = Field(default=1.0, ge=0, le=60, description="seconds between two requests to one host")
     compact_at: tuple[float, float, float] = Field(
         default=(0.6, 0.75, 0.85), description="shares of --max-tokens at which the run warns, compresses its "
                                                "prompts, and leaves only the Writer")
@@ -63,6 +72,12 @@ class Settings(BaseModel):
                 raise ValueError("give three shares, WARN,COMPRESS,FINISH")
             return tuple(float(p) for p in parts)
         return value
+
+    @field_validator("allow_domains", "deny_domains", "web_allow_addresses", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        """`a.example,b.example` from the environment; a list from flags."""
+        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
 
     @field_validator("compact_at")
     @classmethod
@@ -100,6 +115,11 @@ class Settings(BaseModel):
             "language": ("BRIEFROOM_LANGUAGE",),
             "database_url": ("BRIEFROOM_DATABASE_URL",),
             "compact_at": ("BRIEFROOM_COMPACT_AT",),
+            "web": ("BRIEFROOM_WEB",),
+            "search_provider": ("BRIEFROOM_SEARCH_PROVIDER",),
+            "searxng_url": ("BRIEFROOM_SEARXNG_URL",),
+            "web_allow_addresses": ("BRIEFROOM_WEB_ALLOW_ADDRESSES",),
+            "web_interval": ("BRIEFROOM_WEB_INTERVAL",),
         }
         for field, names in pick.items():
             for name in names:
@@ -136,6 +156,16 @@ class Settings(BaseModel):
             raise ConfigError("--context must be 'layered' or 'naive'")
         if settings.memory_scope not in ("user", "session"):
             raise ConfigError("--memory-scope must be 'user' or 'session'")
+        if settings.search_provider not in ("searxng", "brave"):
+            raise ConfigError(f"--search-provider must be 'searxng' or 'brave', got {settings.search_provider[:40]!r}")
+        if settings.web and settings.search_provider == "searxng" and not settings.searxng_url:
+            raise ConfigError("--web with the searxng provider needs --searxng-url http://host:port (or "
+                              "BRIEFROOM_SEARXNG_URL), or choose --search-provider brave")
+        if settings.searxng_url and not settings.searxng_url.startswith(("http://", "https://")):
+            raise ConfigError(f"--searxng-url must be an http(s) URL, got {settings.searxng_url[:60]!r}")
+        if settings.web and settings.database_url:
+            raise ConfigError("--web does not work with --database-url yet: fetched pages are indexed in the "
+                              "data directory's index only")
         return settings
 
     def model_for(self, role: str) -> str | None:

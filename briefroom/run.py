@@ -58,6 +58,8 @@ from briefroom.protocol.tools import artifact_tool, corpus_tools
 from briefroom.records import DEFAULT_CRITERIA, Charter, Fact, SourceRecord
 from briefroom.report.language import language_of
 from briefroom.runlog import RunLog
+from briefroom.web.index import WebIndex
+from briefroom.web.tools import build_web, cite_web
 
 # A question is a question: its words go into every role's prompt (P0, never cut).
 MAX_QUESTION_CHARS = 2000
@@ -156,8 +158,8 @@ def run_research(request: ResearchRequest, settings: Settings, progress: Progres
         raise ConfigError("the question holds NUL or replacement characters (a binary or mis-decoded paste?)")
     # ESC, BEL and other controls would reach the terminal and report.md raw: a question is one line of text
     request = replace(request, question=" ".join(_CONTROL.sub(" ", request.question).split()))
-    if not request.corpus:
-        raise ConfigError("no corpus: pass --corpus DIR (a folder of md, txt, html or pdf files)")
+    if not request.corpus and not settings.web:
+        raise ConfigError("no corpus: pass --corpus DIR (a folder of md, txt, html or pdf files), or --web")
     for folder in request.corpus:  # before a run directory exists for a run that cannot start
         if not Path(folder).is_dir():
             raise ConfigError(f"corpus folder not found: {folder}")
@@ -276,7 +278,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
             started = time.perf_counter()
             index = open_index(settings)
             stack.callback(index.close)
-            stats = _index_corpus(index, request.corpus, say)
+            stats = _index_corpus(index, request.corpus, say, web=settings.web)
             if namespace is not None:
                 memory = _memory_store(settings, index.embedder)
                 stack.callback(memory.close)
@@ -307,7 +309,16 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
             pool = _model_pool(settings, request, [r.name for r in roles] + [SUMMARIZER.name], run_dir, stack,
                                log, say, recorder)
             store = ArtifactStore(run_dir / "artifacts")
-            tools = {**corpus_tools(index), "read_artifact": artifact_tool(store), **request.tools}
+            tools = {**corpus_tools(index), "read_artifact": artifact_tool(store)}
+            if settings.web:
+                assert isinstance(index, WebIndex)
+                web = build_web(index, settings.data_dir, provider=settings.search_provider,
+                                searxng_url=settings.searxng_url, allow_domains=settings.allow_domains,
+                                deny_domains=settings.deny_domains, allow_addresses=settings.web_allow_addresses,
+                                interval=settings.web_interval)
+                stack.callback(web.close)
+                tools.update(web.tools())
+            tools.update(request.tools)
             # for roles that declare it; with memory off it finds nothing
             tools["recall_memory"] = memory_tool(memory, namespace, settings.memory_scope,  # type: ignore[arg-type]
                                                  settings.recall_threshold, settings.fact_threshold)
@@ -351,14 +362,15 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                 log.close()
 
 
-def _index_corpus(index: CorpusIndex, corpus: list[Path], say: Callable[[int, str, str], None]) -> SyncStats:
+def _index_corpus(index: CorpusIndex, corpus: list[Path], say: Callable[[int, str, str], None],
+                  web: bool = False) -> SyncStats:
     """Index the run's folders; unreadable files are skipped with a line each, and a
-    corpus with nothing readable stops the run."""
+    corpus with nothing readable stops the run (unless it may read the web)."""
     say(0, "index", "indexing corpus")
     stats = index.sync(corpus, progress=lambda line: say(0, "index", line))
     for skip in stats.skipped:  # one line each; the run goes on without them
         say(0, "index", f"skipped {skip.path}: {skip.reason}")
-    if stats.documents == 0:
+    if stats.documents == 0 and not web:
         also = f" ({len(stats.skipped)} file(s) skipped as unreadable)" if stats.skipped else ""
         raise ConfigError(f"no readable documents (md, txt, html, pdf) in {', '.join(map(str, corpus))}{also}")
     return stats
@@ -414,9 +426,13 @@ def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunCo
     report = state.get("report")
     if report is None:
         raise BriefroomError("the run ended without a report (see run.jsonl)")
-    write_atomic(run_dir / "report.md", redact_text(report.markdown))
+    markdown, web = report.markdown, dict[str, dict[str, str]]()
+    if settings.web:  # web sources: cited by URL, with the time each page was retrieved
+        markdown, web = cite_web(settings.data_dir, markdown, list(state.get("sources", {})))
+    write_atomic(run_dir / "report.md", redact_text(markdown))
     all_sources = {sid: rec.model_dump(mode="json") for sid, rec in state.get("sources", {}).items()}
-    write_atomic(run_dir / "sources.json", json.dumps({"cited": list(report.cited_sources), "sources": all_sources},
+    write_atomic(run_dir / "sources.json", json.dumps({"cited": list(report.cited_sources), "sources": all_sources,
+                                                       **({"web": web} if web else {})},
                                                        indent=2, ensure_ascii=False) + "\n")
     if memory is not None and namespace is not None:
         started = time.perf_counter()
@@ -433,7 +449,7 @@ def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunCo
                                         context_window=h.context_window) for role, h in pool.handles.items()}
         write_scenario(request.record, request, settings, state["charter"], recorder, report.markdown,
                        label=" / ".join(sorted(pool.labels)), handles=handles)
-    return RunResult(run_dir, report.markdown, state, pool.labels, log.events, tokens_used=ctx.tokens_used,
+    return RunResult(run_dir, markdown, state, pool.labels, log.events, tokens_used=ctx.tokens_used,
                      budget=settings.max_tokens)
 
 
@@ -474,6 +490,8 @@ def open_index(settings: Settings) -> CorpusIndex:
         from briefroom.server.corpus_pg import PgCorpusIndex
 
         return PgCorpusIndex(settings.database_url, make_embedder(settings.embedder))
+    if settings.web:  # the corpus index, which also takes fetched pages (web/index.py)
+        return WebIndex(settings.data_dir, make_embedder(settings.embedder))
     return CorpusIndex(settings.data_dir, make_embedder(settings.embedder))
 
 

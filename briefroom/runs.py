@@ -131,12 +131,19 @@ def resume_command(run_dir: Path) -> str:
     return f"briefroom resume {run_dir}"
 
 
+class WebRetrieval(BaseModel):
+    url: str
+    retrieved: str  # ISO 8601, UTC
+
+
 class SourcesFile(BaseModel):
     """sources.json, written with the report: every source the run retrieved, and the ids
-    its citations point at (`cited[n - 1]` is the source of `[n]`)."""
+    its citations point at (`cited[n - 1]` is the source of `[n]`); for a web page (its
+    `path` is its URL), when it was retrieved (`web`)."""
 
     cited: list[str] = Field(default_factory=list)
     sources: dict[str, SourceRecord] = Field(default_factory=dict)
+    web: dict[str, WebRetrieval] = Field(default_factory=dict)
 
     def source_of(self, n: int) -> str | None:
         """The source id citation `[n]` points at, if the report has an n-th citation."""

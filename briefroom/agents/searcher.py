@@ -25,6 +25,7 @@ from briefroom.protocol.tools import (
 from briefroom.records import Passage, SourceRecord
 from briefroom.report.checks import claim_problems, closest_fact
 from briefroom.report.draft import Claim
+from briefroom.web.tools import read_found
 
 MAX_INSTRUCTIONS_PER_TURN = 4
 # Besides the model's findings, the passages' most relevant figures travel verbatim: a
@@ -93,6 +94,7 @@ def search(turn: Turn, instruction: AgentMessage, task_id: str | None) -> list[A
     first = len(turn.published)
     outcomes = turn.use_tools("Find passages in the corpus that answer the question below.\n"
                               + mark_data("question", question))
+    outcomes += read_found(turn, outcomes, question)  # web results the model did not open (with --web)
     if not any(o.ok and isinstance(o.result, LocalSearchResult) for o in outcomes):
         # The model did not search (or its search failed): search the question itself
         # so the round still rests on retrieved text, and say so in the log.
@@ -191,7 +193,7 @@ ROLE = Role(
     capabilities=("search",),
     publications=(MsgType.CONCLUSION, MsgType.ANSWER),
     step=step,
-    tools=("local_search", "read_source", "read_artifact"),
+    tools=("local_search", "read_source", "read_artifact", "web_search", "fetch_url"),  # web ones with --web
     order=20,
     fan_out=True,  # with --parallel N, one instance per sub-question
     task_fields=("task_id", "lineage", "artifacts"),

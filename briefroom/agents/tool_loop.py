@@ -16,6 +16,7 @@ from briefroom.protocol.calls import normalize_calls, run_calls
 from briefroom.protocol.envelope import envelope
 from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.protocol.tools import ToolOutcome, run_tool
+from briefroom.web import WEB_TOOLS
 
 if TYPE_CHECKING:
     from briefroom.agents.base import Turn
@@ -30,10 +31,11 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
     corrections do not use up the role's tool turns.
     """
     ctx = turn.ctx
-    missing = [name for name in turn.role.tools if name not in ctx.tools]
+    # the web tools exist only in runs with --web; a role may declare them either way
+    missing = [name for name in turn.role.tools if name not in ctx.tools and name not in WEB_TOOLS]
     if missing:
         raise ConfigError(f"role {turn.role.name!r} uses tools this run does not have: {', '.join(missing)}")
-    tools = {name: ctx.tools[name] for name in turn.role.tools}
+    tools = {name: ctx.tools[name] for name in turn.role.tools if name in ctx.tools}
     definitions = [t.definition() for t in tools.values()]
     prompt = turn.build_prompt(task, tools=definitions)
     messages: list[BaseMessage] = list(prompt.messages)
