@@ -102,7 +102,8 @@ def test_roles_lists_builtin_and_plugin_roles(tmp_path):
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert [r["name"] for r in rows] == ["planner", "searcher", "critic", "writer", "echo"]
-    assert rows[-1]["subscribes"] == ["report"] and rows[1]["tools"] == ["local_search", "read_source", "read_artifact"]
+    assert rows[-1]["subscribes"] == ["report"] and rows[1]["tools"] == ["local_search", "read_source", "read_artifact",
+                                                                                  "web_search", "fetch_url"]
 
 
 def test_roles_with_a_broken_plugin_file(tmp_path):
