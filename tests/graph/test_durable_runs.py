@@ -168,11 +168,13 @@ def test_replay_divergence_shows_a_diff_per_prompt_section():
 
 def test_runs_list_and_show_tell_the_status_and_the_resume_command(small_corpus, data_dir, tmp_path):
     root = tmp_path / "runs"
+    # no memory: what the first run verified would answer the second's questions and
+    # save it the tokens this test needs it to run out of
     run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=root / "a-done"),
-                 Settings(model="test", rounds=1, data_dir=data_dir))
+                 Settings(model="test", rounds=1, data_dir=data_dir, memory=False))
     with pytest.raises(FatalBreaker):
         run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=root / "b-failed"),
-                     Settings(model="test", rounds=3, data_dir=data_dir, max_tokens=1000))
+                     Settings(model="test", rounds=3, data_dir=data_dir, max_tokens=1000, memory=False))
     (root / "c-junk").mkdir()
     (root / "c-junk" / "run.json").write_text("{not json")
 
