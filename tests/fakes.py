@@ -7,7 +7,9 @@ through `bind`, records every call, and `assert_done()` fails if steps are left 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -69,3 +71,21 @@ class ScriptedChatModel(BaseChatModel):
     def assert_done(self) -> None:
         if self._steps:
             raise AssertionError(f"{self.name}: {len(self._steps)} scripted step(s) left over")
+
+
+class HashEmbedder:
+    """Unit tests only: bag-of-words vectors (64 dims), so texts sharing words are near
+    each other; `name` lets two tests keep their stores apart."""
+
+    def __init__(self, name: str = "hash-test"):
+        self.name = name
+
+    def embed(self, texts):
+        out = []
+        for text in texts:
+            vec = [0.0] * 64
+            for word in text.lower().split():
+                vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+            out.append([v / norm for v in vec])
+        return out

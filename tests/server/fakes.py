@@ -2,24 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
-import math
-
-
-class HashEmbedder:
-    """Bag-of-words vectors (64 dims), so texts sharing words are near each other."""
-
-    name = "hash-test"
-
-    def embed(self, texts):
-        out = []
-        for text in texts:
-            vec = [0.0] * 64
-            for word in text.lower().split():
-                vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
-            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-            out.append([v / norm for v in vec])
-        return out
+from tests.fakes import HashEmbedder  # noqa: F401 (shared with the unit tests)
 
 
 class Clock:

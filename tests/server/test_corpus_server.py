@@ -84,7 +84,7 @@ def test_three_concurrent_indexing_processes_lose_no_row(pg_url, tmp_path):
     assert [p.exitcode for p in procs] == [0] * WRITERS  # every process finished its sync
     embedded = [int(o.read_text()) for o in outs]
     docs, chunks = _expected(CORPORA)
-    schema = schema_name(HashEmbedder.name)
+    schema = schema_name(HashEmbedder().name)
     with psycopg.connect(pg_url) as conn:  # exact lookups by id, from a fresh connection
         found_chunks = {r[0] for r in conn.execute(f"SELECT chunk_id FROM {schema}.chunks")}
         found_docs = {r[0] for r in conn.execute(f"SELECT source_id FROM {schema}.documents")}
@@ -148,7 +148,7 @@ def test_an_embedder_change_rebuilds_the_index_never_mixes_it(pg_url):
     wide.close()
 
     other = PgCorpusIndex(pg_url, make_embedder("minilm"))  # another name: its own schema
-    assert other.schema != schema_name(HashEmbedder.name) and other.rebuilt is None
+    assert other.schema != schema_name(HashEmbedder().name) and other.rebuilt is None
     other.close()
     back = PgCorpusIndex(pg_url, _WideHash())
     assert back.rebuilt is None and back.counts()["chunks"] > 0  # untouched by the other embedder

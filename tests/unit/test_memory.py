@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import math
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,24 +15,9 @@ from briefroom.memory.zones import FactRow
 from briefroom.protocol.messages import MsgType, make_message
 from briefroom.records import Charter, Fact, Report, Worktable
 from briefroom.runlog import RunLog
+from tests.fakes import HashEmbedder
 from tests.injection_payloads import PAYLOADS
 from tests.secret_samples import samples
-
-
-class HashEmbedder:
-    """Unit tests only: bag-of-words vectors, so similar texts are near each other."""
-
-    name = "hash-test"
-
-    def embed(self, texts):
-        out = []
-        for text in texts:
-            vec = [0.0] * 64
-            for word in text.lower().split():
-                vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
-            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-            out.append([v / norm for v in vec])
-        return out
 
 
 @pytest.fixture

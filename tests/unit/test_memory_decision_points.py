@@ -4,9 +4,7 @@ later prompts."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import re
 from types import SimpleNamespace
 
@@ -29,7 +27,7 @@ from briefroom.protocol.payloads import Conclusion, Critique, ReportMessage
 from briefroom.records import Charter, Fact, Passage, SourceRecord
 from briefroom.report.language import LABELS
 from briefroom.runlog import RunLog
-from tests.fakes import ScriptedChatModel
+from tests.fakes import HashEmbedder, ScriptedChatModel
 
 S_MARKET, S_GROWTH = "S0000aaaa", "S0000bbbb"
 SPENDING = "Public cloud spending will reach 723 billion USD in 2026."
@@ -42,20 +40,6 @@ QUESTION = "How big will public cloud spending be in 2026, and which provider gr
 NOT_SAID = LABELS["en"]["not_said"]
 
 
-class HashEmbedder:
-    """Bag-of-words vectors: similar texts are near each other (tests only)."""
-
-    name = "hash-test"
-
-    def embed(self, texts):
-        out = []
-        for text in texts:
-            vec = [0.0] * 64
-            for word in text.lower().split():
-                vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
-            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-            out.append([v / norm for v in vec])
-        return out
 
 
 NS = Namespace("alice", "s1", "run2")

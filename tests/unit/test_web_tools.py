@@ -3,8 +3,6 @@ citations by URL with the retrieval time (no sockets: a scripted client)."""
 
 from __future__ import annotations
 
-import hashlib
-import math
 from types import SimpleNamespace
 
 import pytest
@@ -20,22 +18,9 @@ from briefroom.web.index import WebIndex
 from briefroom.web.net import DomainPolicy
 from briefroom.web.search import WebResult
 from briefroom.web.tools import WEB_READS_PER_QUESTION, FetchUrlResult, WebSearchResult, WebTools, cite_web, read_found
+from tests.fakes import HashEmbedder
 from tests.unit.test_web_fetch import HTML, ROBOTS_OK, Scripted
 from tests.web_fixture import INJECTION, fake_aws_keys
-
-
-class HashEmbedder:
-    name = "hash-web-test"
-
-    def embed(self, texts):
-        out = []
-        for text in texts:
-            vec = [0.0] * 64
-            for word in text.lower().split():
-                vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
-            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-            out.append([v / norm for v in vec])
-        return out
 
 
 class Provider:
@@ -67,7 +52,7 @@ PAGES = {
 
 @pytest.fixture
 def web(tmp_path):
-    index = WebIndex(tmp_path / "data", HashEmbedder())
+    index = WebIndex(tmp_path / "data", HashEmbedder("hash-web-test"))
     client = Scripted(PAGES)
     fetcher = Fetcher(client, WebCache(tmp_path / "data"), DomainPolicy.of(deny=["tracker.example"]),
                       limiter=RateLimiter(interval=0),
