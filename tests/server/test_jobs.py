@@ -20,7 +20,6 @@ from briefroom.cli import app
 from briefroom.config import Settings
 from briefroom.events import LlmCall, RunEnd, read_events
 from briefroom.memory.namespace import Namespace
-from briefroom.memory.store import MemoryStore
 from briefroom.models.endpoint_double import EndpointDouble
 from briefroom.run import ResearchRequest, run_research
 
@@ -100,14 +99,15 @@ def test_a_job_whose_worker_is_killed_finishes_on_another_with_the_same_report(p
     assert calls == [(e.agent, e.round, e.purpose, e.attempt) for e in reference.events if isinstance(e, LlmCall)]
     assert sum(isinstance(e, RunEnd) for e in events) == 1
     assert jobs.show_job(pg_url, job_id).attempts >= 2
-    # the memory the job wrote: every row once
-    data = tmp_path / "data" / "workers" / "slot-0"
+    # the workers reach the database, so the job's checkpoints and memory are there too
+    assert not (run_dir / "checkpoints.sqlite").exists()
     from briefroom.corpus.embeddings import make_embedder
+    from briefroom.server.memory_pg import PgMemoryStore
 
-    store = MemoryStore(data, make_embedder(settings.embedder))
+    store = PgMemoryStore(pg_url, make_embedder(settings.embedder))
     try:
         rows = store.items(Namespace("jobs-test", "default", run_dir.name), scope="user")
     finally:
         store.close()
     texts = [r.get("text") for r in rows]
-    assert rows and len(texts) == len(set(texts))
+    assert rows and len(texts) == len(set(texts))  # the memory the job wrote: every row once
