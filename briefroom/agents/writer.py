@@ -24,7 +24,7 @@ from briefroom.report.draft import (
     render_markdown,
 )
 from briefroom.report.language import LABELS, charter_language, question_parts
-from briefroom.report.outline import outline
+from briefroom.report.outline import answer_scorer, outline
 
 
 def accepted_conclusions(turn: Turn):
@@ -70,7 +70,11 @@ def _unanswered(report: ReportDraft, parts: list[str]) -> list[str]:
 
 
 def _embed(turn: Turn):
-    return turn.ctx.index.embedder.embed if turn.ctx.index is not None else None
+    """Semantic scoring for the outline, on English questions (`outline.answer_scorer`);
+    none without an index (unit tests of the Writer alone)."""
+    if turn.ctx.index is None or charter_language(turn.charter) != "en":
+        return None
+    return answer_scorer()
 
 
 def fill_from_memory(turn: Turn, gaps: list[str], draft: WriterDraft, asked: set[str]) -> list[Fact]:

@@ -2,7 +2,7 @@
 
 from briefroom.records import Fact
 from briefroom.report.draft import Claim, DraftSection, WriterDraft
-from briefroom.report.language import LABELS
+from briefroom.report.language import LABELS, question_parts
 from briefroom.report.outline import outline, proper_names
 
 
@@ -115,3 +115,19 @@ def test_who_is_answered_by_a_name_rather_than_a_segment():
 
     report = outline(model_draft("Cloud is big.", "A"), facts, question, embed=make_embedder("local").embed)
     assert "Microsoft Azure" in report.sections[1].claims[0].text
+
+
+def test_the_answer_outranks_a_sentence_that_only_shares_the_subject():
+    """The demo question: the total market size answers "how big is the market"; GPU
+    spending, 11% of it, does not. The outline scores with the embedder its weights were
+    set on (`answer_scorer`), whatever the corpus index uses."""
+    from briefroom.report.outline import Scorer, answer_scorer
+
+    question = "How big is the 2026 public cloud market and who is growing fastest?"
+    gpu = ("Spending on GPU cloud capacity is estimated at 82 billion USD for 2026, roughly 11% of total public "
+           "cloud spending.")
+    total = ("Worldwide end-user spending on public cloud services is forecast to reach 723 billion USD in 2026, up "
+             "from 595.7 billion USD in 2025.")
+    parts = question_parts(question)
+    score = Scorer(question, parts, [gpu, total], answer_scorer())
+    assert score(total, parts[0]) > score(gpu, parts[0])
