@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 from briefroom import jobs
-from briefroom.config import Settings
 from briefroom.models.endpoint_double import EndpointDouble
 from briefroom.server.pg import local_postgres
 
@@ -34,7 +33,7 @@ QUESTIONS = ["How big is the 2026 public cloud market?", "Which cloud provider g
              "Which region spends most on public cloud?"]
 
 
-def one_setting(url: str, workers: int, n_jobs: int, settings: Settings, work: Path) -> dict:
+def one_setting(url: str, workers: int, n_jobs: int, settings: dict, work: Path) -> dict:
     runs_root = work / f"runs-{workers}"
     ids = [jobs.submit(url, QUESTIONS[i % len(QUESTIONS)], [CORPUS], runs_root, settings) for i in range(n_jobs)]
     started = time.perf_counter()
@@ -62,15 +61,10 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, local_postgres() as pg, EndpointDouble(latency=args.latency) as double:
         work = Path(tmp)
-        settings = Settings(model="double", base_url=double.base_url, api_key="not-needed",
-                            structured="json_object_schema", rounds=args.rounds, data_dir=work / "data",
-                            memory=False)
-        # the index is built once per worker slot; warm it so both settings start equal
-        for slot in range(args.workers):
-            from briefroom.corpus.embeddings import make_embedder
-            from briefroom.corpus.index import CorpusIndex
-
-            CorpusIndex(work / "data" / "workers" / f"slot-{slot}", make_embedder(settings.embedder)).sync([CORPUS])
+        # what each job chooses; the workers reach the database, where the runs keep their
+        # checkpoints and corpus index (each setting gets a fresh database, indexed by its first job)
+        settings = {"model": "double", "base_url": double.base_url, "structured": "json_object_schema",
+                    "rounds": args.rounds, "data_dir": work / "data", "memory": False}
         one = one_setting(pg.database("one"), 1, args.jobs, settings, work)
         many = one_setting(pg.database("many"), args.workers, args.jobs, settings, work)
     print(json.dumps({"latency_s": args.latency, "one_worker": one, "workers": many,

@@ -298,14 +298,9 @@ def submit(
     url = _database_url(database_url)
     if not corpus:
         raise _fail("no corpus: pass --corpus DIR", 2)
-    try:
-        settings = _settings(model=model, rounds=rounds, max_tokens=max_tokens, parallel=parallel, data_dir=data_dir)
-        job_id = jobs.submit(url, question, corpus, runs_root, settings)
-    except BriefroomError as exc:
-        raise _fail(str(exc)) from None
-    except Exception as exc:  # the database: down, refused, wrong password
-        raise _fail(f"job queue at the database failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}") \
-            from None
+    choices = {"model": model, "rounds": rounds, "max_tokens": max_tokens, "parallel": parallel,
+               "data_dir": data_dir}  # what this command chose; the rest is each worker's
+    job_id = _on_database(lambda: jobs.submit(url, question, corpus, runs_root, choices), url)
     if as_json:
         sys.stdout.write(json.dumps({"job": job_id, "run_dir": str(jobs.run_dir_of(runs_root, job_id))}) + "\n")
     else:
@@ -349,14 +344,9 @@ def migrate(
     from briefroom.server.migrate import migrate as move
 
     url = _database_url(to)
-    try:
-        settings = _settings(data_dir=data_dir)
-        report = move(settings.data_dir, url, list(runs_dirs) or [Path("runs")], dry_run=dry_run)
-    except BriefroomError as exc:
-        raise _fail(str(exc)) from None
-    except Exception as exc:  # the database: down, refused, wrong password
-        raise _fail(f"migrate to the database failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}") \
-            from None
+    settings = _on_database(lambda: _settings(data_dir=data_dir), url)
+    report = _on_database(lambda: move(settings.data_dir, url, list(runs_dirs) or [Path("runs")], dry_run=dry_run),
+                          url, "migrate")
     if as_json:
         sys.stdout.write(report.model_dump_json() + "\n")
     else:
@@ -368,14 +358,17 @@ jobs_app = typer.Typer(help="The research job queue: list, show, cancel.")
 app.add_typer(jobs_app, name="jobs")
 
 
-def _job_rows(call):
+def _on_database(call, url: str, what: str = "job queue"):
+    """`call()`, with a briefroom error or any failure of the database (down, refused,
+    wrong password) as one line, without the URL's password."""
+    from briefroom.database import first_line, scrub
+
     try:
         return call()
     except BriefroomError as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(scrub(str(exc), url)) from None
     except Exception as exc:
-        raise _fail(f"job queue at the database failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}") \
-            from None
+        raise _fail(f"{what} at the database failed: {first_line(exc, url)}") from None
 
 
 @jobs_app.command("list")
@@ -388,7 +381,7 @@ def jobs_list(
     from briefroom import jobs
 
     url = _database_url(database_url)
-    rows = _job_rows(lambda: jobs.list_jobs(url, status))
+    rows = _on_database(lambda: jobs.list_jobs(url, status), url)
     if as_json:
         sys.stdout.write(json.dumps([vars(r) for r in rows], ensure_ascii=False) + "\n")
         return
@@ -408,7 +401,7 @@ def jobs_show(
     from briefroom import jobs
 
     url = _database_url(database_url)
-    row = _job_rows(lambda: jobs.show_job(url, job_id))
+    row = _on_database(lambda: jobs.show_job(url, job_id), url)
     if as_json:
         sys.stdout.write(json.dumps(vars(row), ensure_ascii=False) + "\n")
         return
@@ -425,7 +418,7 @@ def jobs_cancel(
     from briefroom import jobs
 
     url = _database_url(database_url)
-    if not _job_rows(lambda: jobs.cancel_job(url, job_id)):
+    if not _on_database(lambda: jobs.cancel_job(url, job_id), url):
         raise _fail(f"job {job_id} has already finished; nothing to cancel")
     stdout.print(f"job {job_id}: cancel requested", markup=False)
 
@@ -707,7 +700,8 @@ def roles(roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="fol
         found = discover(list(roles_dir))
     except BriefroomError as exc:
         raise _fail(str(exc)) from None
-    rows = [RoleListing(order=r.order, name=r.name, description=r.description, tools=list(r.tools),
+    rows = [RoleListing(order=r.order, name=r.name, description=r.description,
+                        tools=[*r.tools, *(f"{t} (optional)" for t in r.optional_tools)],
                         budget_tokens=r.budget_tokens, finishing_duty=r.finishing_duty,
                         publishes=[t.value for t in r.publications],
                         subscribes=[s.msg_type.value + (f" from {'/'.join(s.senders)}" if s.senders else "")

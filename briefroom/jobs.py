@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from briefroom.config import Settings
+from briefroom.database import is_postgres_url
 from briefroom.errors import ConfigError
 
 QUEUE = "research"
@@ -42,8 +43,8 @@ class JobAbortedError(Exception):
 
 def _app(database_url: str, *, sync: bool) -> Any:
     """A procrastinate App on `database_url` with briefroom's research task registered."""
-    if not database_url.startswith(("postgresql://", "postgres://")):
-        raise ConfigError(f"the job queue needs a PostgreSQL URL (postgresql://...), got {database_url[:40]!r}")
+    if not is_postgres_url(database_url):  # the URL may hold a password: not repeated
+        raise ConfigError("the job queue needs a PostgreSQL URL (postgresql://...)")
     try:
         import procrastinate
     except ImportError:
@@ -54,7 +55,7 @@ def _app(database_url: str, *, sync: bool) -> Any:
 
     @app.task(name=TASK, queue=QUEUE, pass_context=True)
     def research(context: Any, question: str, corpus: list[str], runs_root: str, settings: dict[str, Any]) -> str:
-        return _run_job(context, question, corpus, Path(runs_root), settings)
+        return _run_job(context, question, corpus, Path(runs_root), settings, database_url)
 
     return app
 
@@ -75,18 +76,23 @@ def _ensure_schema(app: Any) -> None:
         app.schema_manager.apply_schema()
 
 
-def submit(database_url: str, question: str, corpus: Sequence[Path], runs_root: Path, settings: Settings) -> int:
+def submit(database_url: str, question: str, corpus: Sequence[Path], runs_root: Path,
+           choices: dict[str, Any] | None = None) -> int:
     """Queue one research job; returns its id (its run directory is `runs_root/job-<id>`).
-    The settings travel without secrets: a worker takes keys from its own environment."""
+    `choices`: the settings the submitter chose (model, rounds, ...); everything else,
+    keys and endpoints included, comes from the worker's own environment."""
     for folder in corpus:
         if not Path(folder).is_dir():
             raise ConfigError(f"corpus folder not found: {folder}")
-    from briefroom import runs
-
+    chosen = {k: v for k, v in (choices or {}).items() if v is not None}
+    unknown = set(chosen) - set(Settings.model_fields) | set(chosen) & {"api_key", "database_url"}
+    if unknown:
+        raise ConfigError(f"a job cannot carry {', '.join(sorted(unknown))}: workers take it from their environment")
+    Settings.from_env({}, **chosen)  # a bad choice fails here, not on a worker
     with queue(database_url) as app:
         job_id = app.tasks[TASK].defer(question=question, corpus=[str(Path(p).resolve()) for p in corpus],
                                        runs_root=str(runs_root.resolve()),
-                                       settings=runs.settings_for_record(settings))
+                                       settings={k: str(v) if isinstance(v, Path) else v for k, v in chosen.items()})
     return int(job_id)
 
 
@@ -94,7 +100,8 @@ def run_dir_of(runs_root: Path, job_id: int) -> Path:
     return runs_root / f"job-{job_id}"
 
 
-def _run_job(context: Any, question: str, corpus: list[str], runs_root: Path, settings: dict[str, Any]) -> str:
+def _run_job(context: Any, question: str, corpus: list[str], runs_root: Path, settings: dict[str, Any],
+             database_url: str) -> str:
     from briefroom import runs
     from briefroom.run import ResearchRequest, resume_research, run_research
 
@@ -104,19 +111,14 @@ def _run_job(context: Any, question: str, corpus: list[str], runs_root: Path, se
         if context.should_abort():
             raise JobAbortedError(f"job {context.job.id} was cancelled")
 
+    # The run keeps its checkpoints, memory and index in the queue's database, so any
+    # worker can take it up after another died.
     if (run_dir / runs.RECORD_FILE).is_file():  # a retry after its worker died: go on
-        result = resume_research(run_dir, progress=progress)
+        result = resume_research(run_dir, {"database_url": database_url}, progress=progress)
     else:
-        # the job's choices, over this worker's environment (its keys and endpoint)
-        chosen = {k: v for k, v in settings.items() if k in Settings.model_fields and k != "api_key"}
-        merged = Settings.model_validate({**Settings.from_env().model_dump(), **chosen})
-        # Each worker process of a machine has its own data directory under the chosen one:
-        # the embedded stores are one process at a time (`run.data_dir_in_use`), and a
-        # shared one would make the workers take turns.
-        slot = os.environ.get("BRIEFROOM_WORKER_SLOT", "0")
-        merged = merged.model_copy(update={"data_dir": merged.data_dir / "workers" / f"slot-{slot}"})
-        result = run_research(ResearchRequest(question=question, corpus=[Path(p) for p in corpus], out=run_dir),
-                              merged, progress=progress)
+        chosen = Settings.from_env(**settings, database_url=database_url)  # the job's choices, this worker's rest
+        result = run_research(ResearchRequest(question=question, corpus=[Path(p) for p in corpus], out=run_dir,
+                                              thread_id=run_dir.name), chosen, progress=progress)
     return str(result.report)
 
 
@@ -127,10 +129,10 @@ def work(database_url: str, processes: int = 1, *, stalled_after: float = STALLE
     """Run `processes` worker processes, one job at a time each, until interrupted
     (or, with `wait=False`, until the queue is empty)."""
     if processes == 1:
-        _worker_process(database_url, stalled_after, heartbeat, wait, 0)
+        _worker_process(database_url, stalled_after, heartbeat, wait)
         return
     ctx = multiprocessing.get_context("spawn")  # no inherited locks, threads or open stores
-    children = [ctx.Process(target=_worker_process, args=(database_url, stalled_after, heartbeat, wait, n),
+    children = [ctx.Process(target=_worker_process, args=(database_url, stalled_after, heartbeat, wait),
                             name=f"briefroom-worker-{n}") for n in range(processes)]
     for child in children:
         child.start()
@@ -145,8 +147,7 @@ def work(database_url: str, processes: int = 1, *, stalled_after: float = STALLE
             child.join()
 
 
-def _worker_process(database_url: str, stalled_after: float, heartbeat: float, wait: bool, slot: int) -> None:
-    os.environ["BRIEFROOM_WORKER_SLOT"] = str(slot)
+def _worker_process(database_url: str, stalled_after: float, heartbeat: float, wait: bool) -> None:
     asyncio.run(_work_async(database_url, stalled_after, heartbeat, wait))
 
 
@@ -182,17 +183,21 @@ class JobRow:
     run_dir: str
 
 
-def list_jobs(database_url: str, status: str | None = None) -> list[JobRow]:
+def list_jobs(database_url: str, status: str | None = None, job_id: int | None = None) -> list[JobRow]:
     with queue(database_url) as app:
-        jobs = app.job_manager.list_jobs(queue=QUEUE, status=status)
-        return [JobRow(id=int(j.id), status=str(j.status), question=str(j.task_kwargs.get("question", "")),
-                       attempts=int(j.attempts),
-                       run_dir=str(run_dir_of(Path(j.task_kwargs.get("runs_root", ".")), int(j.id))))
-                for j in jobs]
+        return _rows(app, status, job_id)
+
+
+def _rows(app: Any, status: str | None = None, job_id: int | None = None) -> list[JobRow]:
+    jobs = app.job_manager.list_jobs(queue=QUEUE, status=status, id=job_id)
+    return [JobRow(id=int(j.id), status=str(j.status), question=str(j.task_kwargs.get("question", "")),
+                   attempts=int(j.attempts),
+                   run_dir=str(run_dir_of(Path(j.task_kwargs.get("runs_root", ".")), int(j.id))))
+            for j in jobs]
 
 
 def show_job(database_url: str, job_id: int) -> JobRow:
-    found = [j for j in list_jobs(database_url) if j.id == job_id]
+    found = list_jobs(database_url, job_id=job_id)
     if not found:
         raise ConfigError(f"no job {job_id} in the queue")
     return found[0]
@@ -200,8 +205,9 @@ def show_job(database_url: str, job_id: int) -> JobRow:
 
 def cancel_job(database_url: str, job_id: int) -> bool:
     """A waiting job is cancelled; a running one is asked to stop at its next step."""
-    show_job(database_url, job_id)
     with queue(database_url) as app:
+        if not _rows(app, job_id=job_id):
+            raise ConfigError(f"no job {job_id} in the queue")
         return bool(app.job_manager.cancel_job_by_id(job_id, abort=True))
 
 

@@ -31,6 +31,7 @@ from briefroom.agents.run_context import Compaction, RunContext
 from briefroom.config import Settings
 from briefroom.corpus.embeddings import make_embedder
 from briefroom.corpus.index import CorpusIndex, SyncStats
+from briefroom.database import first_line, is_postgres_url, public_url
 from briefroom.errors import BriefroomError, ConfigError
 from briefroom.events import Event, ResumedAfter, RunResume
 from briefroom.files import write_atomic
@@ -244,7 +245,8 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(_exclusive(run_dir))
-        stack.enter_context(data_dir_in_use(settings.data_dir))
+        if not settings.database_url:  # the server backend keeps no store in the data directory
+            stack.enter_context(data_dir_in_use(settings.data_dir))
         # Checkpoints in the run directory, or in PostgreSQL with --database-url, where a
         # worker on another machine can resume the run (briefroom/server/checkpoint_pg.py).
         had_checkpoints = bool(settings.database_url) or (run_dir / "checkpoints.sqlite").is_file()
@@ -469,17 +471,17 @@ def _exclusive(run_dir: Path):
 
 def open_checkpoints(where: str | Path) -> Any:
     """SQLite in the run directory, or PostgreSQL for a `postgresql://` URL."""
-    if isinstance(where, str) and where.startswith(("postgresql://", "postgres://")):
-        try:
-            from briefroom.server.checkpoint_pg import open_checkpointer as open_pg
-        except ImportError:
-            raise ConfigError("--database-url needs the server extra: pip install 'briefroom[server]'") from None
-        try:
-            return open_pg(where)
-        except Exception as exc:  # refused, wrong password, down
-            raise ConfigError(f"PostgreSQL at {runs.database_without_password(where)}: {type(exc).__name__}: "
-                              f"{str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
-    return open_checkpointer(Path(where))
+    if not is_postgres_url(where):
+        return open_checkpointer(Path(where))
+    try:
+        from briefroom.server.checkpoint_pg import open_postgres
+    except ImportError:
+        raise ConfigError("--database-url needs the server extra: pip install 'briefroom[server]'") from None
+    url = str(where)
+    try:
+        return open_postgres(url)
+    except Exception as exc:  # refused, wrong password, down
+        raise ConfigError(f"PostgreSQL at {public_url(url)}: {first_line(exc, url)}") from None
 
 
 def open_index(settings: Settings) -> CorpusIndex:

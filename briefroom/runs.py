@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from briefroom.config import Settings
+from briefroom.database import public_url
 from briefroom.errors import ConfigError
 from briefroom.events import ErrorEvent, MemoryWrite
 from briefroom.files import write_atomic
@@ -71,17 +72,8 @@ def settings_for_record(settings: Settings) -> dict[str, Any]:
     values = settings.model_dump(mode="json", exclude={"api_key", "database_url"})
     values["data_dir"] = str(settings.data_dir.expanduser().resolve())
     if settings.database_url:
-        values["database"] = database_without_password(settings.database_url)
+        values["database"] = public_url(settings.database_url)
     return values
-
-
-def database_without_password(url: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = (f"{parts.username}@" if parts.username else "") + host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def save(run_dir: Path, record: RunRecord) -> None:

@@ -47,6 +47,9 @@ class Role:
     publications: tuple[MsgType, ...]
     step: Callable[["Turn"], None]
     tools: tuple[str, ...] = ()
+    # Tools the role uses when the run has them (the web tools, with --web), and does
+    # without otherwise; a missing `tools` entry is an error.
+    optional_tools: tuple[str, ...] = ()
     order: int = 100  # who speaks first when several roles have unread messages
     budget_tokens: int = 6000  # input budget; capped by the model's window
     description: str = ""
@@ -200,21 +203,17 @@ class Turn:
                 priority: Priority = Priority.P2) -> AgentMessage:
         """Put a message on the whiteboard for the role with capability `to` (None: for
         every subscriber). The bus checks the sender may publish it and someone receives it."""
-        message = make_message(sender=self.role.name, msg_type=msg_type, content=content, round=self.round,
-                               seq=self._seq_base + len(self.published),
-                               receiver=self.ctx.bus.address(to), references=tuple(references), payload=payload,
-                               relation=relation, supersedes=supersedes, ttl_rounds=ttl, priority=priority)
-        return self._post(message)
+        return self._post(self._message(msg_type, content, receiver=self.ctx.bus.address(to),
+                                        references=tuple(references), payload=payload, relation=relation,
+                                        supersedes=supersedes, ttl_rounds=ttl, priority=priority))
 
     def reply(self, message: AgentMessage, msg_type: MsgType, content: str, *, references: Iterable[str] = (),
               payload: AnyPayload | None = None, ttl: int = 2, priority: Priority = Priority.P1) -> AgentMessage:
         """Answer `message` to its sender alone (`relation` = its id): the reply to a
         question goes back to whoever asked, whatever role that is."""
-        reply = make_message(sender=self.role.name, msg_type=msg_type, content=content, round=self.round,
-                             seq=self._seq_base + len(self.published), receiver=message.header.sender,
-                             references=tuple(references), payload=payload, relation=message.msg_id,
-                             ttl_rounds=ttl, priority=priority)
-        return self._post(reply)
+        return self._post(self._message(msg_type, content, receiver=message.header.sender,
+                                        references=tuple(references), payload=payload, relation=message.msg_id,
+                                        ttl_rounds=ttl, priority=priority))
 
     def forward(self, message: AgentMessage) -> AgentMessage:
         """Pass on a message this role guards, unchanged, to the subscribers it was held
@@ -224,12 +223,16 @@ class Turn:
         older = next((m for m in self.state.get("archive", []) + self.state.get("whiteboard", [])
                       if m.msg_id == message.header.supersedes), None)
         replaced = copies.get(older.body.payload.model_dump_json() + older.body.content) if older else None
-        return self._post(make_message(
-            sender=self.role.name, msg_type=message.header.msg_type, content=message.body.content, round=self.round,
-            seq=self._seq_base + len(self.published), receiver=message.header.receiver,
+        return self._post(self._message(
+            message.header.msg_type, message.body.content, receiver=message.header.receiver,
             references=message.body.references, payload=message.body.payload, relation=message.header.relation,
             supersedes=replaced.msg_id if replaced else None, ttl_rounds=message.metadata.ttl_rounds,
-            priority=message.metadata.priority))
+            priority=message.metadata.priority, archive_policy=message.metadata.archive_policy))
+
+    def _message(self, msg_type: MsgType, content: str, **fields: Any) -> AgentMessage:
+        """A message from this role, numbered next in its block (see `_seq_base`)."""
+        return make_message(sender=self.role.name, msg_type=msg_type, content=content, round=self.round,
+                            seq=self._seq_base + len(self.published), **fields)
 
     def _post(self, message: AgentMessage) -> AgentMessage:
         self.ctx.bus.check_publish(message)
@@ -271,13 +274,14 @@ class Turn:
             enums: dict[str, list[str]] | None = None, check: Callable[[T], list[str]] | None = None,
             max_items: dict[str, int] | None = None) -> T:
         """Structured output: prompt -> model -> JSON -> pydantic, with bounded correction."""
-        schema = constrain_schema(output.model_json_schema(), enums or {}, max_items)
+        base = output.model_json_schema()
+        schema = constrain_schema(base, enums or {}, max_items)
         # The prompt shows the schema without this call's allowed values, which change
         # from call to call (the source ids retrieved, the messages under review): the
         # output-format section then stays byte-identical across a role's calls and a
         # prompt cache reuses it. The values go to the end, with the task; the endpoint
         # still gets the constrained schema (llama.cpp makes it a grammar).
-        shown = output.model_json_schema() if enums or max_items else schema
+        shown = base if enums or max_items else schema
         prompt = self.build_prompt(task + allowed_values(enums or {}, max_items or {}), material=material,
                                    facts=facts, schema=shown)
         messages = list(prompt.messages)
@@ -322,11 +326,18 @@ class Turn:
         if self.new_sources:
             update["sources"] = self.new_sources
         update.update(self.extra)
-        if self.finishing and not self.state.get("finishing"):
-            self.ctx.log.event("finishing", round=self.round, tokens_used=self.ctx.tokens_used,
-                               max_tokens=self.ctx.max_tokens)
-            update["finishing"] = True
+        update.update(finishing_update(self.state, self.ctx))
         return update
+
+
+def finishing_update(state: AgentState, ctx: RunContext) -> dict[str, Any]:
+    """`{"finishing": True}` the first time the run is past its finish threshold (logged
+    once), else nothing. Written by a role's node, or by the join after instances of a
+    fan-out, which could each only see its own share of the run."""
+    if state.get("finishing") or ctx.compaction.stage(ctx.tokens_used, ctx.max_tokens) != "finish":
+        return {}
+    ctx.log.event("finishing", round=state.get("round", 1), tokens_used=ctx.tokens_used, max_tokens=ctx.max_tokens)
+    return {"finishing": True}
 
 
 def allowed_values(enums: dict[str, list[str]], max_items: dict[str, int]) -> str:

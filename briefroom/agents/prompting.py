@@ -213,12 +213,8 @@ def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fa
                             f"older than the {BOARD_CANDIDATES} newest", 0, older - len(kept_old))] \
         if older > len(kept_old) else []
     fields = turn.role.task_fields  # what this role sees of an instruction's envelope
-
-    def board_item(m: AgentMessage) -> Item:
-        priority = Priority.P0 if must_keep(m) else m.metadata.priority
-        return message_item(m, priority, task_words, fields) if fields else message_item(m, priority, task_words)
-
-    board = [board_item(m) for m in candidates]
+    board = [message_item(m, Priority.P0 if must_keep(m) else m.metadata.priority, task_words, fields)
+             for m in candidates]
     summaries = [Item(f"summary{r.round}", mark_data("summary", r.render(), round=str(r.round)), Priority.P1, r.round,
                       relevance(r.render(), task),
                       compressed=mark_data("summary", "\n".join(p.text for p in r.summary.conclusions),

@@ -16,7 +16,6 @@ from briefroom.protocol.calls import normalize_calls, run_calls
 from briefroom.protocol.envelope import envelope
 from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.protocol.tools import ToolOutcome, run_tool
-from briefroom.web import WEB_TOOLS
 
 if TYPE_CHECKING:
     from briefroom.agents.base import Turn
@@ -31,11 +30,10 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
     corrections do not use up the role's tool turns.
     """
     ctx = turn.ctx
-    # the web tools exist only in runs with --web; a role may declare them either way
-    missing = [name for name in turn.role.tools if name not in ctx.tools and name not in WEB_TOOLS]
+    missing = [name for name in turn.role.tools if name not in ctx.tools]
     if missing:
         raise ConfigError(f"role {turn.role.name!r} uses tools this run does not have: {', '.join(missing)}")
-    tools = {name: ctx.tools[name] for name in turn.role.tools if name in ctx.tools}
+    tools = {name: ctx.tools[name] for name in (*turn.role.tools, *turn.role.optional_tools) if name in ctx.tools}
     definitions = [t.definition() for t in tools.values()]
     prompt = turn.build_prompt(task, tools=definitions)
     messages: list[BaseMessage] = list(prompt.messages)
@@ -63,7 +61,7 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
         messages.append(reply.model_copy(update={"tool_calls": calls}))
         for call in calls:
             ctx.log.event("tool_call", agent=turn.worker, round=turn.round, tool=call["name"],
-                               call_id=call["id"], args=call["args"])
+                          call_id=call["id"], args=call["args"])
         results = run_calls(calls, lambda call: _run_call(ctx, tools, call, task))
         invalid = []
         for call, outcome in zip(calls, results):
@@ -72,14 +70,14 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
                 if done.result is not None:
                     ctx.add_tool_output(turn.clock(), done.result.model_dump_json())
             ctx.log.event("tool_result", agent=turn.worker, round=turn.round, tool=outcome.tool,
-                               call_id=call["id"], ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
-                               shown_bytes=len(env.text.encode()), budget_tokens=env.budget_tokens,
-                               tokens_before=env.tokens_before, tokens_after=env.tokens_after,
-                               artifact=env.artifact, attempts=outcome.attempts,
-                               redactions=outcome.redaction_counts(),
-                               fallback=outcome.fallback.tool if outcome.fallback else None,
-                               fallback_ok=outcome.fallback.ok if outcome.fallback else None,
-                               error=outcome.error)
+                          call_id=call["id"], ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
+                          shown_bytes=len(env.text.encode()), budget_tokens=env.budget_tokens,
+                          tokens_before=env.tokens_before, tokens_after=env.tokens_after,
+                          artifact=env.artifact, attempts=outcome.attempts,
+                          redactions=outcome.redaction_counts(),
+                          fallback=outcome.fallback.tool if outcome.fallback else None,
+                          fallback_ok=outcome.fallback.ok if outcome.fallback else None,
+                          error=outcome.error)
             outcomes.extend(outcome.outcomes())
             messages.append(ToolMessage(content=env.text, tool_call_id=call["id"]))
             if outcome.error and outcome.error.get("error") == "contract_error":
@@ -88,7 +86,7 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
             problems = "; ".join(f"{o.tool}: {o.error['message']}" for o in invalid if o.error)
             exhausted = corrections >= MAX_CONTRACT_RETRIES
             ctx.log.event("contract_error", agent=turn.worker, round=turn.round, kind="tool_arguments",
-                               attempt=corrections, error=problems[:600], exhausted=exhausted)
+                          attempt=corrections, error=problems[:600], exhausted=exhausted)
             if exhausted:
                 break  # the structured errors above are the answer; no more calls
             corrections += 1
@@ -97,6 +95,7 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
                                                  + mark_data("error", problems[:600]) + "\n"
                                                  "Call the tool again with arguments that match its schema."))
     return outcomes
+
 
 def _run_call(ctx: RunContext, tools: dict[str, Any], call: dict, task: str) -> ToolOutcome:
     tool = tools.get(call["name"])

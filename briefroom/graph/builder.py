@@ -15,7 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
 
-from briefroom.agents.base import Role, Turn
+from briefroom.agents.base import Role, Turn, finishing_update
 from briefroom.agents.run_context import RunContext
 from briefroom.graph.routing import ROUND_END, next_speaker, roles_with_unread
 from briefroom.graph.state import AgentState
@@ -67,11 +67,7 @@ def make_instance_node(role: Role):
 def join_node(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """After the instances of a fan-out: one checkpoint for all of them, and the run's
     finishing flag, which each instance could only have seen alone."""
-    ctx = runtime.context
-    if ctx.compaction.stage(ctx.tokens_used, ctx.max_tokens) == "finish" and not state.get("finishing"):
-        ctx.log.event("finishing", round=state.get("round", 1), tokens_used=ctx.tokens_used, max_tokens=ctx.max_tokens)
-        return {"finishing": True}
-    return {}
+    return finishing_update(state, runtime.context)
 
 
 def fan_out(state: AgentState, role: Role, bus: Bus, parallel: int) -> list[Send] | None:

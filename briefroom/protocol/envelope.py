@@ -33,9 +33,6 @@ class ToolResultEnvelope(BaseModel):
 
 
 OFFLOAD_BYTES = 2048
-# A slice of an artifact is what the model asked to read: offloading it again would
-# answer with a pointer to a pointer. It is fitted into its tool's budget instead.
-NEVER_OFFLOADED = frozenset({"read_artifact"})
 
 
 def envelope(outcome: ToolOutcome, counter: TokenCounter, max_tokens: int | None = None,
@@ -49,14 +46,16 @@ def envelope(outcome: ToolOutcome, counter: TokenCounter, max_tokens: int | None
     pointer = None
     shown = raw
     has_data = outcome.ok or (fallback is not None and fallback.ok)
-    if store is not None and has_data and outcome.tool not in NEVER_OFFLOADED and len(raw.encode()) > offload_bytes:
+    # A tool whose result is itself a slice of an artifact (`Tool.offload` False) is not
+    # offloaded again: that would answer with a pointer to a pointer.
+    if store is not None and has_data and outcome.offload and len(raw.encode()) > offload_bytes:
         pointer = store.put(raw)
         shown = json.dumps({"artifact": pointer, "bytes": len(raw.encode()), "summary": summarize(payload),
                             "more": f"read_artifact(pointer='{pointer}', fields=[...]) or a character range"},
                            ensure_ascii=False, indent=1)
     # `max_tokens` overrides the tool's own budget (tests, callers with less room).
     budget = outcome.output_budget if max_tokens is None else max_tokens
-    fitted = fit_output(shown, counter, budget, full_tokens=counter.count(raw))
+    fitted = fit_output(shown, counter, budget, full=raw if pointer else None)
     return ToolResultEnvelope(tool_call_id=outcome.call_id, tool=outcome.tool, ok=outcome.ok,
                               text=mark_data("tool_result", fitted.text, tool=outcome.tool, call=outcome.call_id),
                               full_bytes=len(raw.encode()), trimmed=fitted.trimmed, artifact=pointer,

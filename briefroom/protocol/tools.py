@@ -110,6 +110,9 @@ class Tool:
     fallback: str | None = None  # tool to run when this one fails for good
     fallback_args: Callable[[BaseModel, str], dict] | None = None  # (failed args, task) -> its arguments
     output_budget: int = DEFAULT_OUTPUT_BUDGET  # tokens of one result a model may see; the rest is offloaded
+    # A large result goes to an artifact the model reads in slices; a tool whose result
+    # already is such a slice (read_artifact) is shown within its budget instead.
+    offload: bool = True
 
     def __post_init__(self) -> None:
         if self.output_budget < 1:
@@ -136,6 +139,7 @@ class ToolOutcome:
     fallback: "ToolOutcome | None" = None  # what the configured fallback tool returned
     redactions: dict = field(default_factory=dict)  # label -> how many secrets were taken out of the result
     output_budget: int = DEFAULT_OUTPUT_BUDGET  # the producing tool's budget: what the envelope trims to
+    offload: bool = True  # the producing tool's `offload`
 
     @property
     def ok(self) -> bool:
@@ -171,14 +175,14 @@ class FittedOutput:
         return self.tokens_after < self.tokens_before
 
 
-def fit_output(text: str, counter: TokenCounter, budget: int, full_tokens: int | None = None) -> FittedOutput:
+def fit_output(text: str, counter: TokenCounter, budget: int, full: str | None = None) -> FittedOutput:
     """The longest head of `text` that, with a note saying it was cut, fits `budget`
-    tokens. `full_tokens`: the size of the whole result, when `text` already stands
-    for it (an offloaded result's pointer and summary), for the note."""
+    tokens. `full`: the whole result, when `text` stands for it (an offloaded result's
+    pointer and summary); it is counted only if the note is needed."""
     before = counter.count(text)
     if before <= budget:
         return FittedOutput(text, budget, before, before)
-    marker = f"\n... [trimmed: {full_tokens if full_tokens is not None else before} tokens in full]"
+    marker = f"\n... [trimmed: {counter.count(full) if full is not None else before} tokens in full]"
     room = budget - counter.count(marker)
     if room <= 0:  # a budget smaller than the note: the head alone
         head = counter.head(text, budget)
@@ -198,7 +202,8 @@ def artifact_tool(store: ArtifactStore) -> Tool:
         return ReadArtifactResult(pointer=args.pointer, content=store.read(args.pointer, args.fields, args.start, end))
 
     return Tool("read_artifact", "Read part of an offloaded tool result: chosen fields or a character range.",
-                ReadArtifactArgs, ReadArtifactResult, read_artifact, output_budget=READ_ARTIFACT_BUDGET)
+                ReadArtifactArgs, ReadArtifactResult, read_artifact, output_budget=READ_ARTIFACT_BUDGET,
+                offload=False)
 
 
 def _search_instead(args: BaseModel, task: str) -> dict:
@@ -243,7 +248,7 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str, *, tools: Mapping[s
         return ToolOutcome(call_id, tool.name, {"raw": str(raw_args)[:500]}, None,
                            {"error": "contract_error", "tool": tool.name,
                             "message": f"arguments do not match the schema: {_short(exc)}"},
-                           output_budget=tool.output_budget)
+                           output_budget=tool.output_budget, offload=tool.offload)
     attempt = 0
     while True:
         attempt += 1
@@ -251,7 +256,7 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str, *, tools: Mapping[s
             redactions: dict[str, int] = {}
             result = _attempt(tool, args, redactions)
             return ToolOutcome(call_id, tool.name, args.model_dump(), result, None, attempts=attempt,
-                               redactions=redactions, output_budget=tool.output_budget)
+                               redactions=redactions, output_budget=tool.output_budget, offload=tool.offload)
         except EngineeringFailure as exc:
             if exc.transient and attempt <= tool.retries:
                 sleep(tool.backoff_s * 2 ** (attempt - 1))
@@ -265,7 +270,7 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str, *, tools: Mapping[s
         fallback = run_tool(tools[tool.fallback], f"{call_id}-fallback", fallback_args, sleep=sleep)
         payload["fallback"] = {"tool": tool.fallback, "ok": fallback.ok}
     return ToolOutcome(call_id, tool.name, args.model_dump(), None, payload, attempts=attempt, fallback=fallback,
-                       output_budget=tool.output_budget)
+                       output_budget=tool.output_budget, offload=tool.offload)
 
 
 def _attempt(tool: Tool, args: BaseModel, redactions: dict[str, int]) -> BaseModel:

@@ -18,16 +18,11 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from briefroom.database import is_postgres_url
 from briefroom.graph import faults
 from briefroom.graph.checkpoint import open_checkpointer as open_sqlite
 from briefroom.graph.checkpoint import serializer
 from briefroom.protocol.redaction import redact_deep, redact_text
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_postgres_url(url: str | Path) -> bool:
-    return isinstance(url, str) and url.startswith(POSTGRES_SCHEMES)
 
 
 def open_checkpointer(url: str | Path) -> BaseCheckpointSaver:

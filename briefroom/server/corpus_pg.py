@@ -42,7 +42,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -51,6 +50,7 @@ from briefroom.corpus.documents import Document, Skipped, load_corpus
 from briefroom.corpus.embeddings import Embedder, embedder_version
 from briefroom.corpus.index import EMBED_BATCH, PROGRESS_EVERY_S, CorpusIndex, SyncStats
 from briefroom.corpus.lexical import LexicalIndex
+from briefroom.database import first_line, public_url
 from briefroom.errors import BriefroomError, EngineeringFailure
 
 CONNECT_TIMEOUT_S = 5
@@ -78,18 +78,6 @@ def schema_name(embedder_name: str) -> str:
     if folded != embedder_name:
         folded += "_" + hashlib.sha256(embedder_name.encode()).hexdigest()[:8]
     return f"corpus_{folded}_c{CHUNKER_VERSION}"
-
-
-def public_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}@{host}" if parts.username else host
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _lock_key(schema: str) -> str:
@@ -135,7 +123,7 @@ class PgCorpusIndex(CorpusIndex):
             self._conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
         except psycopg.Error as exc:
             raise CorpusServerUnavailable(f"the corpus index server at {public_url(url)} cannot be reached: "
-                                          f"{_first_line(exc)}") from exc
+                                          f"{first_line(exc, self.url)}") from exc
         try:
             self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             register_vector(self._conn)
@@ -144,7 +132,7 @@ class PgCorpusIndex(CorpusIndex):
         except psycopg.Error as exc:
             self._conn.close()
             raise CorpusServerUnavailable(f"the corpus index at {public_url(url)} cannot be opened: "
-                                          f"{_first_line(exc)}") from exc
+                                          f"{first_line(exc, self.url)}") from exc
         except BaseException:
             self._conn.close()
             raise
@@ -230,7 +218,8 @@ class PgCorpusIndex(CorpusIndex):
         try:
             return self._sync(docs, skipped, progress)
         except psycopg.Error as exc:
-            raise CorpusServerUnavailable(f"indexing into {public_url(self.url)} failed: {_first_line(exc)}") from exc
+            raise CorpusServerUnavailable(f"indexing into {public_url(self.url)} failed: "
+                                          f"{first_line(exc, self.url)}") from exc
 
     def _sync(self, docs: dict[str, Document], skipped: list[Skipped],
               progress: Callable[[str], None] | None) -> SyncStats:
@@ -292,7 +281,7 @@ class PgCorpusIndex(CorpusIndex):
             row = self._sql("SELECT source_id, title, path, text FROM {s}.documents WHERE source_id = %s",
                             [source_id]).fetchone()
         except psycopg.Error as exc:
-            raise EngineeringFailure(f"index read failed ({public_url(self.url)}): {_first_line(exc)}",
+            raise EngineeringFailure(f"index read failed ({public_url(self.url)}): {first_line(exc, self.url)}",
                                      tool="read_source", transient=True) from exc
         return Document(*row) if row else None
 
@@ -303,5 +292,3 @@ class PgCorpusIndex(CorpusIndex):
             return {"documents": int(docs), "chunks": self._chunks.count()}
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

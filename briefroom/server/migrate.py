@@ -46,6 +46,7 @@ from pydantic import BaseModel, Field
 
 from briefroom import runs
 from briefroom.corpus.embeddings import LOCAL_EMBEDDERS, Embedder, make_embedder
+from briefroom.database import public_url
 
 MIGRATED_SUFFIX = ".migrated"
 CHECKPOINTS_FILE = "checkpoints.sqlite"
@@ -171,7 +172,7 @@ def migrate(data_dir: Path, url: str, runs_dirs: list[Path], *, dry_run: bool = 
     `runs_dirs` (run directories, or folders of them) into the PostgreSQL at `url`."""
     from briefroom.run import data_dir_in_use
 
-    report = MigrationReport(database=runs.database_without_password(url), dry_run=dry_run)
+    report = MigrationReport(database=public_url(url), dry_run=dry_run)
     report.notes.append("the corpus index is not moved: it is a cache, rebuilt from the documents by the next run "
                         "that needs it (it stays in the data directory, where runs on PostgreSQL keep it too)")
     data_dir = data_dir.expanduser()

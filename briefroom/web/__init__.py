@@ -8,7 +8,3 @@ Modules: `net` (address policy and the guarded HTTP client), `robots`, `extract`
 `search` (providers), `fetch` (one URL, start to finish), `tools` (the two Tools and
 what the Searcher and the run directory need of them).
 """
-
-# The web tools' names: a role may declare them, and a run without --web simply does not
-# have them (the tool loop lets them be absent). Here, so that check imports nothing heavy.
-WEB_TOOLS = ("web_search", "fetch_url")

@@ -15,8 +15,9 @@ from briefroom.corpus.chunking import chunk_text
 from briefroom.corpus.documents import load_corpus
 from briefroom.corpus.embeddings import make_embedder
 from briefroom.corpus.index import CorpusIndex
+from briefroom.database import public_url
 from briefroom.errors import EngineeringFailure
-from briefroom.server.corpus_pg import CorpusServerUnavailable, PgCorpusIndex, public_url, schema_name
+from briefroom.server.corpus_pg import CorpusServerUnavailable, PgCorpusIndex, schema_name
 from tests.server.fakes import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]

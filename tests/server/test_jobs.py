@@ -77,7 +77,9 @@ def test_a_job_whose_worker_is_killed_finishes_on_another_with_the_same_report(p
                             structured="json_object_schema", rounds=2, data_dir=tmp_path / "data")
         reference = run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=tmp_path / "ref"),
                                  settings.model_copy(update={"data_dir": tmp_path / "ref-data"}))
-        job_id = jobs.submit(pg_url, QUESTION, [small_corpus], tmp_path / "runs", settings)
+        job_id = jobs.submit(pg_url, QUESTION, [small_corpus], tmp_path / "runs",
+                             {"model": "double", "base_url": double.base_url, "structured": "json_object_schema",
+                              "rounds": 2, "data_dir": tmp_path / "data"})
         run_dir = jobs.run_dir_of(tmp_path / "runs", job_id)
         first = worker(pg_url, tmp_path, "first")
         try:
@@ -99,8 +101,10 @@ def test_a_job_whose_worker_is_killed_finishes_on_another_with_the_same_report(p
     assert calls == [(e.agent, e.round, e.purpose, e.attempt) for e in reference.events if isinstance(e, LlmCall)]
     assert sum(isinstance(e, RunEnd) for e in events) == 1
     assert jobs.show_job(pg_url, job_id).attempts >= 2
-    # the workers reach the database, so the job's checkpoints and memory are there too
+    # the workers reach the database, so the job's checkpoints, index and memory are there too
     assert not (run_dir / "checkpoints.sqlite").exists()
+    data = tmp_path / "data"
+    assert not list(data.glob("**/documents.sqlite")) and not list(data.glob("**/memory.sqlite"))
     from briefroom.corpus.embeddings import make_embedder
     from briefroom.server.memory_pg import PgMemoryStore
 

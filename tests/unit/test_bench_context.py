@@ -87,7 +87,7 @@ def test_a_prompt_build_touches_only_the_newest_messages_however_long_the_board(
     bench = load()
     touched = []
     real = prompting.message_item
-    monkeypatch.setattr(prompting, "message_item", lambda m, p, w: touched.append(m.msg_id) or real(m, p, w))
+    monkeypatch.setattr(prompting, "message_item", lambda m, *rest: touched.append(m.msg_id) or real(m, *rest))
     counts = {}
     for size in (300, 3000):
         sim = bench.Simulation("layered")

@@ -103,7 +103,8 @@ def test_roles_lists_builtin_and_plugin_roles(tmp_path):
     rows = json.loads(result.stdout)
     assert [r["name"] for r in rows] == ["planner", "searcher", "critic", "writer", "echo"]
     assert rows[-1]["subscribes"] == ["report"] and rows[1]["tools"] == ["local_search", "read_source", "read_artifact",
-                                                                                  "web_search", "fetch_url"]
+                                                                                  "web_search (optional)",
+                                                                                  "fetch_url (optional)"]
 
 
 def test_roles_with_a_broken_plugin_file(tmp_path):

@@ -88,8 +88,9 @@ def test_two_tools_with_different_budgets_trim_the_same_result_differently():
 
 
 def test_the_note_names_the_whole_result_when_the_shown_text_stands_for_it():
-    fitted = fit_output(LONG, COUNTER, 300, full_tokens=123_456)
-    assert "[trimmed: 123456 tokens in full]" in fitted.text and fitted.tokens_after <= 300
+    whole = LONG * 20
+    fitted = fit_output(LONG, COUNTER, 300, full=whole)
+    assert f"[trimmed: {COUNTER.count(whole)} tokens in full]" in fitted.text and fitted.tokens_after <= 300
 
 
 @pytest.mark.parametrize("budget", [1, 3, 10, 17])
