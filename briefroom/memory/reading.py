@@ -31,7 +31,7 @@ from briefroom.protocol.messages import Priority
 from briefroom.protocol.prompt_assembly import Item, mark_data
 from briefroom.protocol.tools import Tool
 from briefroom.records import Fact, Passage, SourceRecord
-from briefroom.report.checks import GROUNDING_THRESHOLD, grounding
+from briefroom.report.checks import GROUNDING_THRESHOLD, grounding, readings_in, unsupported_numbers
 from briefroom.runlog import RunLog
 
 MEMORY_FACT = "M"  # a run fact that came from memory is M + the memory item's id
@@ -184,7 +184,7 @@ def backs(claim: str, fact: Fact) -> bool:
     """A verified fact backs a claim when every number of the claim is in it and most of
     the claim's words are: the test a cited source sentence gets (`claim_problems`),
     held against the fact's one sentence."""
-    return set(numbers_in(claim)) <= set(fact.numbers) and grounding(claim, fact.text) >= GROUNDING_THRESHOLD
+    return not unsupported_numbers(claim, readings_in(fact.text)) and grounding(claim, fact.text) >= GROUNDING_THRESHOLD
 
 
 def memory_item(fact: Fact) -> str | None:

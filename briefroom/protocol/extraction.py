@@ -118,6 +118,10 @@ class Mention:
     written: str
     value: str
     readings: frozenset[str]
+    # What a claim's figure must match, its most specific reading: the quantity when a
+    # unit was read, else the scaled value, else the value. A source's `readings` may
+    # be loose ("723" for "723 billion"); a claim's may not ("723 million" is not it).
+    claimed: frozenset[str] = frozenset()
 
 
 def _spell(number: Decimal) -> str:
@@ -175,7 +179,7 @@ def _zh_number(run: str) -> Decimal | None:
     if dot:
         digits = "".join(str(_ZH_DIGIT[ch]) for ch in rest if ch in _ZH_DIGIT)
         scale = rest[len(digits):]
-        base = _zh_integer(whole)
+        base = 0 if whole and set(whole) <= {"零", "〇"} else _zh_integer(whole)  # 零点八 is 0.8
         if base is None or not digits or any(ch not in "万亿" for ch in scale):
             return None
         value = Decimal(f"{base}.{digits}")
@@ -216,7 +220,9 @@ def number_mentions(text: str) -> list[Mention]:
         end, quantity = _quantity(text, end, amount)
         if quantity:
             readings.add(quantity)
-        found.append(Mention(m.start(), end, text[m.start():end], _spell(value), frozenset(readings)))
+        claimed = quantity or _spell(amount)
+        found.append(Mention(m.start(), end, text[m.start():end], _spell(value), frozenset(readings),
+                             frozenset({claimed})))
     for m in _ZH_NUMERAL.finditer(text):
         if m.start() > 0 and text[m.start() - 1] in _ZH_VAGUE_BEFORE and not m.group(1):
             continue
@@ -226,9 +232,12 @@ def number_mentions(text: str) -> list[Mention]:
         figure = _zh_number(run)
         if figure is None:
             continue
+        if m.group(1) == "千分之":  # per mille, read as the percent it is: 千分之五 is 0.5 (%)
+            figure /= 10
         end, quantity = _quantity(text, m.end(), figure)
         readings = {_spell(figure)} | ({quantity} if quantity else set())
-        found.append(Mention(m.start(), end, text[m.start():end], _spell(figure), frozenset(readings)))
+        found.append(Mention(m.start(), end, text[m.start():end], _spell(figure), frozenset(readings),
+                             frozenset({quantity or _spell(figure)})))
     return sorted(found, key=lambda mention: mention.start)
 
 

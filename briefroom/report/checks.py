@@ -39,8 +39,10 @@ def readings_in(text: str) -> frozenset[str]:
 
 
 def unsupported_numbers(text: str, known: frozenset[str] | set[str]) -> list[str]:
-    """The figures of `text` (one spelling each) no reading of which is in `known`."""
-    return list(dict.fromkeys(m.value for m in number_mentions(text) if not m.readings & known))
+    """The figures of `text` (one spelling each) whose most specific reading is not in
+    `known` (the readings of its sources): "723 million" is not supported by "723
+    billion", nor "32 MW" by "32 GW", though "723" is by either."""
+    return list(dict.fromkeys(m.value for m in number_mentions(text) if not m.claimed & known))
 
 
 @lru_cache(maxsize=256)

@@ -122,7 +122,7 @@ _MIN_PART_CHARS = 8
 def question_parts(question: str) -> list[str]:
     """The question's parts, in order; a question with one part gives [question]."""
     text = " ".join(question.split()).strip()
-    splitter = _ZH_SPLIT if is_cjk(text) else _EN_SPLIT
+    splitter = _ZH_SPLIT if language_of(text) == "zh" else _EN_SPLIT
     parts = [p.strip(" ,，。.、") for p in splitter.split(text)]
     parts = [p for p in parts if p]
     merged: list[str] = []

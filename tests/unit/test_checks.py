@@ -111,3 +111,33 @@ def test_off_topic_title_and_heading_are_flagged_and_repaired():
     assert repaired.title == "How big is cloud spending?"
     assert repaired.sections[0].heading == "Findings"
     assert draft_problems(repaired, TEXTS, "How big is cloud spending?") == []
+
+
+def test_a_claims_figure_must_match_with_its_scale_and_unit_not_just_its_digits():
+    from briefroom.report.checks import readings_in, unsupported_numbers
+
+    wrong = [("Spending reached 723 million.", "Spending will reach 723 billion USD."),
+             ("Capacity is 32 MW.", "Capacity is 32 GW."),
+             ("充电桩占比为5%。", "占比为千分之五。"),
+             ("占比为零点八。", "占比为0.5。")]
+    right = [("It will reach 723 billion.", "Spending will reach 723 billion USD."),
+             ("It reaches 723.", "Spending will reach 723 billion USD."),
+             ("The total is 1.2亿.", "There were 120 million riders."),
+             ("新增32吉瓦。", "新增装机3,200万千瓦。"),
+             ("占比为0.5%。", "占比为千分之五。")]
+    assert all(unsupported_numbers(claim, readings_in(source)) for claim, source in wrong)
+    assert not any(unsupported_numbers(claim, readings_in(source)) for claim, source in right)
+
+
+def test_the_recall_threshold_follows_the_embedder_however_it_is_spelled():
+    from briefroom.corpus.embeddings import recall_threshold_for
+
+    assert {recall_threshold_for(s) for s in ("", "local", "USE", " use", "use-multilingual-v3")} == {0.45}
+    assert recall_threshold_for("minilm") == recall_threshold_for("all-MiniLM-L6-v2-int8") == 0.75
+
+
+def test_a_mixed_question_in_english_is_split_as_english():
+    from briefroom.report.language import question_parts
+
+    parts = question_parts("What is the 充电桩 number in 临江省, and how much did 临江省 spend on them in 2025?")
+    assert len(parts) == 2
