@@ -95,7 +95,8 @@ def search(turn: Turn, instruction: AgentMessage, task_id: str | None) -> list[A
     outcomes = turn.use_tools("Find passages in the corpus that answer the question below.\n"
                               + mark_data("question", question))
     outcomes += read_found(turn, outcomes, question)  # web results the model did not open (with --web)
-    if not any(o.ok and isinstance(o.result, LocalSearchResult) for o in outcomes):
+    # a fetched page's result is a LocalSearchResult too; only a search of the corpus counts here
+    if not any(o.ok and o.tool == "local_search" for o in outcomes):
         # The model did not search (or its search failed): search the question itself
         # so the round still rests on retrieved text, and say so in the log.
         turn.ctx.log.event("fallback", agent="searcher", round=turn.round, reason="no successful local_search")

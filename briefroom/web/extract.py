@@ -65,7 +65,9 @@ def page_text(response: Response) -> PageText:
     if not text:
         raise WebError("no text in the page")
     text = text[:MAX_TEXT_CHARS]  # what one page may add to the index
-    return PageText(title=redact_text(" ".join(title.split())[:160]) or response.url[:160], text=redact_text(text))
+    # a page without a title is named by its URL, which may carry a token: redacted too
+    return PageText(title=redact_text(" ".join(title.split())[:160]) or redact_text(response.url)[:160],
+                    text=redact_text(text))
 
 
 def normalise(text: str) -> str:

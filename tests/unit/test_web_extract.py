@@ -89,3 +89,11 @@ def test_injected_instructions_stay_text():
 def test_looks_binary():
     assert looks_binary(b"\x00abc") and looks_binary(b"\x1f\x8b\x08") and not looks_binary(b"plain words")
     assert not looks_binary("ab".encode("utf-16"))  # a BOM says it is text
+
+
+def test_a_page_without_a_title_is_named_by_its_url_without_the_token_in_it():
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"  # fake, GitHub-token shaped
+    body = b"<html><body><p>Public cloud spending will reach 723 billion USD in 2026, the brief says.</p></body></html>"
+    page = page_text(Response(f"https://example.com/brief?access_token={token}", 200,
+                              {"content-type": "text/html"}, body, False))
+    assert "example.com/brief" in page.title and token not in page.title
