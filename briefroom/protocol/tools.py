@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -245,10 +245,13 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str, *, tools: Mapping[s
         args_dict = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
         args = tool.args_model.model_validate(args_dict)
     except (ValidationError, json.JSONDecodeError, TypeError) as exc:
-        return ToolOutcome(call_id, tool.name, {"raw": str(raw_args)[:500]}, None,
-                           {"error": "contract_error", "tool": tool.name,
-                            "message": f"arguments do not match the schema: {_short(exc)}"},
-                           output_budget=tool.output_budget, offload=tool.offload)
+        # A validation error quotes the input: both go through redaction like a result does.
+        found: dict[str, int] = {}
+        return ToolOutcome(call_id, tool.name, cast(dict, redact_data({"raw": str(raw_args)[:500]}, found)), None,
+                           cast(dict, redact_data({"error": "contract_error", "tool": tool.name,
+                                                   "message": f"arguments do not match the schema: {_short(exc)}"},
+                                                  found)),
+                           redactions=found, output_budget=tool.output_budget, offload=tool.offload)
     attempt = 0
     while True:
         attempt += 1
@@ -261,7 +264,8 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str, *, tools: Mapping[s
             if exc.transient and attempt <= tool.retries:
                 sleep(tool.backoff_s * 2 ** (attempt - 1))
                 continue
-            payload = {**exc.payload(), "attempts": attempt}
+            # An error message may quote what failed (a URL with its token, a config line).
+            payload = cast(dict, redact_data({**exc.payload(), "attempts": attempt}, redactions))
             break
     fallback = None
     if tool.fallback and tools and tool.fallback in tools and tool.fallback != tool.name:
@@ -270,7 +274,7 @@ def run_tool(tool: Tool, call_id: str, raw_args: dict | str, *, tools: Mapping[s
         fallback = run_tool(tools[tool.fallback], f"{call_id}-fallback", fallback_args, sleep=sleep)
         payload["fallback"] = {"tool": tool.fallback, "ok": fallback.ok}
     return ToolOutcome(call_id, tool.name, args.model_dump(), None, payload, attempts=attempt, fallback=fallback,
-                       output_budget=tool.output_budget, offload=tool.offload)
+                       redactions=redactions, output_budget=tool.output_budget, offload=tool.offload)
 
 
 def _attempt(tool: Tool, args: BaseModel, redactions: dict[str, int]) -> BaseModel:

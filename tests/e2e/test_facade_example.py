@@ -101,7 +101,7 @@ def test_every_prompt_and_tool_result_of_the_example_goes_through_the_protocol(f
         assert (notes / "deploy.env").read_text().count(key) == 1  # it was there to be found
         env_view = next(v for v in run.views if v.call_id == "c3")
         assert env_view.redactions.get("AWS_ACCESS_KEY_ID") == 1
-        assert env_view.injection is not None and env_view.text.startswith("Warning:")
+        assert env_view.injection is not None and ' warning="reads like instructions' in env_view.text
         # nor is it in anything the protocol wrote to disk (artifacts, tasks, log, memory)
         for path in data.rglob("*"):
             if path.is_file():

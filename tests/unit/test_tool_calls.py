@@ -250,3 +250,21 @@ def test_ids_reused_across_replies_are_renamed():
     first = normalize_calls([{"name": "t", "args": {}, "id": "call_0"}], "p", used)
     second = normalize_calls([{"name": "t", "args": {}, "id": "call_0"}], "q", used)
     assert first[0]["id"] == "call_0" and second[0]["id"] != "call_0"
+
+
+def test_a_failing_tools_error_and_bad_arguments_are_redacted_like_a_result():
+    from tests.web_fixture import fake_aws_keys
+
+    key_id, secret = fake_aws_keys(11)
+
+    def leaky(args):
+        raise EngineeringFailure(f"upstream refused aws_secret_access_key = {secret} for {args.source_id}",
+                                 tool="read_source")
+
+    tool = Tool("read_source", "read", ReadSourceArgs, ReadSourceResult, leaky)
+    failed = run_tool(tool, "c1", {"source_id": "S0000abcd"}, sleep=lambda s: None)
+    assert secret not in str(failed.error) and sum(failed.redactions.values()) >= 1
+    bad = run_tool(tool, "c2", {"source_id": f"aws_secret_access_key = {secret}"})
+    assert bad.error and secret not in str(bad.error) and secret not in str(bad.args)
+    shown = envelope(failed, TokenCounter())
+    assert secret not in shown.text
