@@ -140,9 +140,8 @@ class RoundRecord(BaseModel):
     def render(self) -> str:
         s = self.summary
         lines = [f"Round {self.round} (agents: {', '.join(s.agents_involved)})"]
-        if s.goal:  # the charter's, repeated so a record stands on its own; a long question is cut
-            lines.append(f"Goal: {s.goal if len(s.goal) <= 300 else s.goal[:300] + '…'}")
-        lines += [f"Constraint: {c}" for c in s.constraints]
+        # goal and constraints stay in the record (the log, memory) but not in this text:
+        # every prompt already opens with the charter that holds them
         lines += [f"Task {t}" for t in s.tasks]
         lines += [f"- {p.text}" + (f" [{', '.join(p.source_ids)}]" if p.source_ids else "") for p in s.conclusions]
         lines += [f"Decision: {d}" for d in s.decisions]

@@ -146,19 +146,24 @@ ProgressFn = Callable[[Progress], None]
 TRANSCRIPT_FILE = "tool-outputs.jsonl"
 
 
+def clean_question(question: str) -> str:
+    """The question as a run uses it, one line of text, or a ConfigError saying why not."""
+    if not question.strip():
+        raise ConfigError("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:  # it goes into every prompt, and memory matches it
+        raise ConfigError(f"the question is {len(question):,} characters; at most {MAX_QUESTION_CHARS:,} "
+                          "(put long material in a document of the corpus instead)")
+    if any(ch in question for ch in "\x00\ufffd"):
+        raise ConfigError("the question holds NUL or replacement characters (a binary or mis-decoded paste?)")
+    # ESC, BEL and other controls would reach the terminal and report.md raw: a question is one line of text
+    return " ".join(_CONTROL.sub(" ", question).split())
+
+
 def run_research(request: ResearchRequest, settings: Settings, progress: ProgressFn | None = None,
                  stop_after_round: int | None = None) -> RunResult:
     """A new run in a new run directory. `stop_after_round=K` pauses it, checkpointed,
     once round K has ended (`replay --until-round`); `resume_research` goes on from there."""
-    if not request.question.strip():
-        raise ConfigError("the question is empty")
-    if len(request.question) > MAX_QUESTION_CHARS:  # it goes into every prompt, and memory matches it
-        raise ConfigError(f"the question is {len(request.question):,} characters; at most {MAX_QUESTION_CHARS:,} "
-                          "(put long material in a document of the corpus instead)")
-    if any(ch in request.question for ch in "\x00\ufffd"):
-        raise ConfigError("the question holds NUL or replacement characters (a binary or mis-decoded paste?)")
-    # ESC, BEL and other controls would reach the terminal and report.md raw: a question is one line of text
-    request = replace(request, question=" ".join(_CONTROL.sub(" ", request.question).split()))
+    request = replace(request, question=clean_question(request.question))
     if not request.corpus and not settings.web:
         raise ConfigError("no corpus: pass --corpus DIR (a folder of md, txt, html or pdf files), or --web")
     for folder in request.corpus:  # before a run directory exists for a run that cannot start

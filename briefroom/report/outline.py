@@ -71,7 +71,27 @@ def answer_scorer() -> Embed:
     against 0.45). Loaded once per process, only for English questions."""
     from briefroom.corpus.embeddings import make_embedder
 
-    return make_embedder("minilm").embed
+    return _Remembered(make_embedder("minilm").embed)
+
+
+class _Remembered:
+    """An embed function that computes each text's vector once per process: one Writer
+    turn outlines the same sentences up to three times (the draft, the memory probe, the
+    redraft), and every turn scores the same parts of the question."""
+
+    LIMIT = 20_000
+
+    def __init__(self, embed: Embed):
+        self._embed = embed
+        self._vectors: dict[str, list[float]] = {}
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            if len(self._vectors) > self.LIMIT:
+                self._vectors.clear()
+            self._vectors.update(zip(missing, self._embed(missing)))
+        return [self._vectors[t] for t in texts]
 
 
 class Scorer:

@@ -149,15 +149,16 @@ class PgCorpusIndex(CorpusIndex):
         embedder (or from one it cannot name); stamp it with this one. Returns why it
         was emptied, or None. Exclusive: writers hold the same lock shared."""
         want = self._want()
+        own = len(self._embedder.embed(["dimensions"])[0])  # this embedder's size, measured once, unlocked
         with self._lock, self._conn.transaction():
             self._sql("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [_lock_key(self.schema)])
-            self._sql("CREATE SCHEMA IF NOT EXISTS {s}")
             dims = self._stored_dims()
-            if dims is None:
-                dims = len(self._embedder.embed(["dimensions"])[0])
-            for statement in _SCHEMA.format(s=self.schema, dims=dims).split(";"):
-                if statement.strip():
-                    self._sql(statement)
+            if dims is None:  # first use: the tables (an existing index needs no DDL on each open)
+                dims = own
+                self._sql("CREATE SCHEMA IF NOT EXISTS {s}")
+                for statement in _SCHEMA.format(s=self.schema, dims=dims).split(";"):
+                    if statement.strip():
+                        self._sql(statement)
             recorded = dict(self._sql("SELECT key, value FROM {s}.meta").fetchall())
             why = None
             if "embedder" not in recorded:
@@ -169,10 +170,9 @@ class PgCorpusIndex(CorpusIndex):
                        .rstrip() + f", not {want['embedder']} {want['embedder_version']}".rstrip())
             if why:
                 self._sql("TRUNCATE {s}.documents, {s}.chunks")
-                new_dims = len(self._embedder.embed(["dimensions"])[0])
-                if new_dims != dims:  # same name, another size: the column is made again
+                if own != dims:  # same name, another size: the column is made again
                     self._sql("DROP TABLE {s}.chunks")
-                    for statement in _SCHEMA.format(s=self.schema, dims=new_dims).split(";"):
+                    for statement in _SCHEMA.format(s=self.schema, dims=own).split(";"):
                         if statement.strip():
                             self._sql(statement)
             if why or recorded != want:

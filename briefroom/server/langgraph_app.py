@@ -105,13 +105,13 @@ def _research(state: ServeState, runtime: Runtime[ServeContext]) -> ResearchOutp
     from briefroom.protocol.redaction import redact_text
     from briefroom.protocol.tools import artifact_tool, corpus_tools
     from briefroom.run import (
-        MAX_QUESTION_CHARS,
         TRANSCRIPT_FILE,
         Progress,
         ResearchRequest,
         _finish,
         _index_corpus,
         _model_pool,
+        clean_question,
         default_run_dir,
         initial_state,
         make_charter,
@@ -120,12 +120,8 @@ def _research(state: ServeState, runtime: Runtime[ServeContext]) -> ResearchOutp
     from briefroom.runlog import RunLog
 
     options = runtime.context if isinstance(runtime.context, ServeContext) else ServeContext()
-    question = " ".join(str(state.get("question") or "").split())
+    question = clean_question(str(state.get("question") or ""))  # the same checks as a CLI run
     corpus = [Path(p).expanduser() for p in state.get("corpus") or []]
-    if not question:
-        raise ConfigError("the question is empty")
-    if len(question) > MAX_QUESTION_CHARS:
-        raise ConfigError(f"the question is {len(question):,} characters; at most {MAX_QUESTION_CHARS:,}")
     if not corpus:
         raise ConfigError("no corpus: give 'corpus', a list of folders on the server's machine")
     for folder in corpus:

@@ -142,13 +142,17 @@ class PgMemoryStore:
             register_vector(self._conn)
             # a filtered HNSW read goes on scanning until k rows of the namespace are found
             self._conn.execute("SET hnsw.iterative_scan = strict_order")
-            with self._conn.transaction():
-                self._conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('briefroom-memory-schema', 0))")
-                self._conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
-                self.dims = dims or self._stored_dims() or len(self._vector_of("dimensions")[0])
-                for statement in _SCHEMA.format(s=self.schema, dims=self.dims).split(";"):
-                    if statement.strip():
-                        self._conn.execute(statement)  # type: ignore[arg-type]
+            stored = self._stored_dims()
+            if stored is not None:  # the tables exist: no DDL, which would wait for other writers' locks
+                self.dims = stored
+            else:
+                self.dims = dims or len(self._vector_of("dimensions")[0])  # embedded outside the lock
+                with self._conn.transaction():
+                    self._conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('briefroom-memory-schema', 0))")
+                    self._conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+                    for statement in _SCHEMA.format(s=self.schema, dims=self.dims).split(";"):
+                        if statement.strip():
+                            self._conn.execute(statement)  # type: ignore[arg-type]
         except BaseException:
             self._conn.close()
             raise

@@ -160,8 +160,6 @@ class _Embedder:
         return self._real
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        if texts == ["dimensions"] and self.dims:
-            return [[0.0] * self.dims]
         self.embedded += len(texts)
         return self.real().embed(texts)
 
@@ -249,7 +247,8 @@ def _migrate_memory(directory: Path, url: str, report: MigrationReport, dry_run:
         report.memory.append(move)
         if not dry_run or _schema_exists(url, move.schema_name):
             if not dry_run:
-                PgMemoryStore(url, embedder).close()  # the schema and its tables, as the store makes them
+                # the schema and its tables, as the store makes them (dims known: nothing embedded)
+                PgMemoryStore(url, embedder, dims=embedder.dims).close()
             _copy_memory(src, vectors, embedder, url, move, dry_run)
         else:  # nothing there yet: everything would be copied
             move.dims = dims

@@ -131,3 +131,18 @@ def test_the_answer_outranks_a_sentence_that_only_shares_the_subject():
     parts = question_parts(question)
     score = Scorer(question, parts, [gpu, total], answer_scorer())
     assert score(total, parts[0]) > score(gpu, parts[0])
+
+
+def test_the_answer_scorer_embeds_each_text_once():
+    from briefroom.report.outline import _Remembered
+
+    seen: list[str] = []
+
+    def embed(texts):
+        seen.extend(texts)
+        return [[float(len(t))] for t in texts]
+
+    remembered = _Remembered(embed)
+    assert remembered(["a", "bb", "a"]) == [[1.0], [2.0], [1.0]]
+    assert remembered(["bb", "ccc"]) == [[2.0], [3.0]]
+    assert seen == ["a", "bb", "ccc"]

@@ -137,7 +137,7 @@ def test_the_log_line_is_a_valid_round_summary_event():
     assert [p.text for p in event.summary.conclusions] == [p.text for p in record.summary.conclusions]
 
 
-def test_the_record_renders_every_field_for_later_prompts():
+def test_the_record_renders_what_the_charter_does_not_already_say():
     record = RoundRecord(round=2, summary=RoundSummary(
         conclusions=(SummaryPoint(text="Spending reaches 723 billion USD.", source_ids=(SID,)),),
         agents_involved=("searcher", "critic"), todos=("Find shares.",), risks=("One source.",),
@@ -145,11 +145,12 @@ def test_the_record_renders_every_field_for_later_prompts():
         decisions=("Keep the 723 figure.",), open_questions=("Who grows fastest?",),
         fact_refs=("f-1", "f-2"), next_action="Search shares."))
     text = record.render()
-    for line in ["Round 2 (agents: searcher, critic)", "Goal: How big is the market?",
-                 "Constraint: Use only the documents.", f"- Spending reaches 723 billion USD. [{SID}]",
+    for line in ["Round 2 (agents: searcher, critic)", f"- Spending reaches 723 billion USD. [{SID}]",
                  "Decision: Keep the 723 figure.", "Open question: Who grows fastest?", "f-1, f-2",
                  "Todo: Find shares.", "Risk: One source.", "Next: Search shares."]:
         assert line in text, line
+    # the charter opens every prompt: the summary does not repeat its goal or constraints
+    assert "How big is the market?" not in text and "Use only the documents." not in text
     bare = RoundRecord(round=1, summary=RoundSummary(conclusions=(SummaryPoint(text="Nothing verified."),),
                                                      agents_involved=("none",))).render()
     assert bare == "Round 1 (agents: none)\n- Nothing verified."  # empty fields add no lines
