@@ -36,6 +36,7 @@ from briefroom.context_protocol import (
     TaskState,
     ToolResultView,
 )
+from briefroom.protocol.tools import artifact_tool
 
 INSTRUCTIONS = ("You answer questions from the files in one folder. Call list_files, then read_file for the files "
                 "that matter; a large result is stored as an artifact: read_artifact reads part of it. Answer in a "
@@ -51,12 +52,6 @@ class ReadFileArgs(BaseModel):
     path: str = Field(description="a path from list_files, relative to the folder")
 
 
-class ReadArtifactArgs(BaseModel):
-    pointer: str = Field(description="art:... pointer from an offloaded result")
-    start: int = Field(default=0, ge=0)
-    end: int | None = Field(default=None, ge=0)
-
-
 def _definition(name: str, description: str, args: type[BaseModel]) -> dict[str, Any]:
     schema = args.model_json_schema()
     schema.pop("title", None)
@@ -66,7 +61,6 @@ def _definition(name: str, description: str, args: type[BaseModel]) -> dict[str,
 TOOLS = [
     _definition("list_files", "List the text files in the folder, with their sizes.", ListFilesArgs),
     _definition("read_file", "Read one file of the folder.", ReadFileArgs),
-    _definition("read_artifact", "Read a character range of an offloaded tool result.", ReadArtifactArgs),
 ]
 
 
@@ -122,12 +116,13 @@ def run_agent(question: str, folder: Path, model: BaseChatModel, protocol: Conte
     goal = Goal(goal=question, acceptance_criteria=("every figure is quoted from a file in the folder",),
                 constraints=("use only the folder's files",))
     memory: list[ContextItem] = [hit.as_item() for hit in protocol.query_memory(question)]
-    bound = model.bind_tools(TOOLS)
+    definitions = [*TOOLS, protocol.artifact_tool_definition()]  # its own tools, and the protocol's
+    bound = model.bind_tools(definitions)
     exchange: list[BaseMessage] = []
     run = AgentRun(answer="", task=task)
     for _ in range(max_steps):
         prompt = protocol.prepare_prompt(question, budget=budget, goal=goal, items=memory, instructions=INSTRUCTIONS,
-                                         tools=TOOLS, exchange=exchange)
+                                         tools=definitions, exchange=exchange)
         run.prompts.append(prompt)
         reply = bound.invoke(prompt.messages)
         if not isinstance(reply, AIMessage) or not reply.tool_calls:
@@ -138,9 +133,8 @@ def run_agent(question: str, folder: Path, model: BaseChatModel, protocol: Conte
         for call in reply.tool_calls:
             call_id = str(call["id"])
             sub = protocol.create_subtask(task.task_id, f"{call['name']}({json.dumps(call['args'])})")
-            if call["name"] == "read_artifact":
-                args = ReadArtifactArgs.model_validate(call["args"])
-                view = protocol.read_artifact(args.pointer, call_id, start=args.start, end=args.end)
+            if call["name"] == "read_artifact":  # the protocol's tool: bad arguments come back as an error
+                view = protocol.call_tool(artifact_tool(protocol.artifacts), call_id, call["args"])
             else:
                 try:
                     if call["name"] == "list_files":

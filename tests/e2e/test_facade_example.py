@@ -182,3 +182,15 @@ def test_the_example_imports_nothing_from_the_roles_or_the_graph():
     assert not [line for line in imports if re.search(r"briefroom\.(agents|graph)\b", line)]
     assert not re.search(r"briefroom\.(agents|graph)\b", source)
     assert "from briefroom.context_protocol import" in source
+
+
+def test_bad_arguments_from_the_model_are_an_error_it_reads_not_a_crash(folder, tmp_path):
+    notes, _ = folder
+    example = _example()
+    model = ScriptedChatModel([AIMessage(content="", tool_calls=[call("read_artifact", {"start": -1}, "b1")]),
+                               AIMessage(content="Nothing to read.")])
+    with ContextProtocol(tmp_path / "data", session="bad") as protocol:
+        run = example.run_agent(QUESTION, notes, model, protocol, budget=BUDGET)
+    assert run.answer == "Nothing to read."
+    (view,) = run.views
+    assert not view.ok and view.error and view.error["error"] == "contract_error"
