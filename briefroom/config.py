@@ -50,7 +50,7 @@ class Settings(BaseModel):
     language: Literal["en", "zh"] | None = Field(default=None, description="the report's language (default: "
                                                                             "the question's)")
     web: bool = Field(default=False, description="web research: the Searcher may use web_search and fetch_url")
-    search_provider: str = Field(default="searxng", description="searxng (self-hosted) or brave (key in the "
+    search_provider: Literal["searxng", "brave"] = Field(default="searxng", description="searxng (self-hosted) or brave (key in the "
                                                                 "environment, never in settings)")
     searxng_url: str | None = Field(default=None, description="the SearXNG instance web_search asks")
     allow_domains: list[str] = Field(default_factory=list, description="fetch only these domains (and subdomains)")
@@ -156,8 +156,6 @@ class Settings(BaseModel):
             raise ConfigError("--context must be 'layered' or 'naive'")
         if settings.memory_scope not in ("user", "session"):
             raise ConfigError("--memory-scope must be 'user' or 'session'")
-        if settings.search_provider not in ("searxng", "brave"):
-            raise ConfigError(f"--search-provider must be 'searxng' or 'brave', got {settings.search_provider[:40]!r}")
         if settings.web and settings.search_provider == "searxng" and not settings.searxng_url:
             raise ConfigError("--web with the searxng provider needs --searxng-url http://host:port (or "
                               "BRIEFROOM_SEARXNG_URL), or choose --search-provider brave")
