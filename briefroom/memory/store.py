@@ -75,7 +75,39 @@ def terms(text: str) -> set[str]:
     return content_words(text) | set(numbers_in(text))
 
 
-class MemoryStore:
+class MemoryRules:
+    """What a memory store does the same whatever holds its rows (SQLite and chromadb
+    here, PostgreSQL in `server/memory_pg.py`): embedding a text once, scoring a recalled
+    row, retiring a skill. Each store keeps only its own storage."""
+
+    _embedder: Embedder
+    _now: Any
+    _vectors: dict[str, list[list[float]]]
+
+    def _vector_of(self, query: str) -> list[list[float]]:
+        """Embed each text once per store: a run asks the same goal of several zones,
+        and its skill is filed under that goal at the end."""
+        vector = self._vectors.get(query)
+        if vector is None:
+            if len(self._vectors) > 256:
+                self._vectors.clear()
+            vector = self._vectors[query] = self._embedder.embed([query])
+        return vector
+
+    def _scored(self, item_id: str, relevance: float, text: str, importance: float, created: float,
+                provenance: dict, zone: str) -> Recalled:
+        """Relevance x recency (half-life HALF_LIFE_DAYS) x importance."""
+        age_days = max(self._now() - created, 0.0) / 86400
+        score = relevance * math.pow(0.5, age_days / HALF_LIFE_DAYS) * (0.5 + 0.5 * importance)
+        return Recalled(item_id, zone, text, round(relevance, 4), round(score, 4), provenance)
+
+    @staticmethod
+    def _retires(successes: int, failures: int) -> bool:
+        """A skill that failed SKILL_RETIRE_AFTER times, more often than it worked."""
+        return failures >= SKILL_RETIRE_AFTER and failures > successes
+
+
+class MemoryStore(MemoryRules):
     """Vector memories, the fact table and the skill library of one data directory."""
 
     def __init__(self, data_dir: Path, embedder: Embedder, *, now: Any = time.time):
@@ -190,16 +222,6 @@ class MemoryStore:
         assert self._pending is not None, "mark_applied belongs inside transaction()"
         self._db.execute("INSERT OR REPLACE INTO applied VALUES (?, ?)", (key, json.dumps(result)))
 
-    def _vector_of(self, query: str) -> list[list[float]]:
-        """Embed each text once per store: a run asks the same goal of several zones,
-        and its skill is filed under that goal at the end."""
-        vector = self._vectors.get(query)
-        if vector is None:
-            if len(self._vectors) > 256:
-                self._vectors.clear()
-            vector = self._vectors[query] = self._embedder.embed([query])
-        return vector
-
     def _sessions(self, ns: Namespace, scope: Scope, tables: tuple[str, ...]) -> list[str]:
         if scope != "user":
             return [ns.session]
@@ -262,12 +284,6 @@ class MemoryStore:
                     out.append(self._scored(item_id, similarity, *row))
         out.sort(key=lambda r: -r.score)
         return out[:k]
-
-    def _scored(self, item_id: str, relevance: float, text: str, importance: float, created: float,
-                provenance: dict, zone: str) -> Recalled:
-        age_days = max(self._now() - created, 0.0) / 86400
-        score = relevance * math.pow(0.5, age_days / HALF_LIFE_DAYS) * (0.5 + 0.5 * importance)
-        return Recalled(item_id, zone, text, round(relevance, 4), round(score, 4), provenance)
 
     def find_facts(self, query: str, ns: Namespace, scope: Scope = "user", k: int = 5,
                    threshold: float = FACT_THRESHOLD) -> list[Recalled]:
@@ -440,7 +456,7 @@ class MemoryStore:
             self._db.execute(f"UPDATE skills SET {column} = {column} + 1, updated = ? WHERE id = ? AND user = ?",
                              (self._now(), skill_id, ns.user))
             row = self._db.execute("SELECT successes, failures FROM skills WHERE id = ?", (skill_id,)).fetchone()
-            retired = bool(row and row["failures"] >= SKILL_RETIRE_AFTER and row["failures"] > row["successes"])
+            retired = bool(row and self._retires(row["successes"], row["failures"]))
             if retired:
                 self._db.execute("UPDATE skills SET retired = 1 WHERE id = ?", (skill_id,))
         return "retired" if retired else ("success" if success else "failure")
@@ -527,7 +543,8 @@ def memory_tool(store: MemoryBackend | None, ns: Namespace | None, scope: Scope,
     return recall_tool(MemoryReader(store, ns, scope, threshold, fact_threshold))
 
 
-def _namespace(row: sqlite3.Row) -> dict[str, str]:
+def _namespace(row: Any) -> dict[str, str]:
+    """A row's namespace, from a SQLite row or a PostgreSQL dict row alike."""
     return {"user": row["user"], "session": row["session"], "task": row["task"]}
 
 

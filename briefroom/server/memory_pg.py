@@ -40,7 +40,7 @@ import math
 import re
 import threading
 import time
-from typing import Any, NamedTuple
+from typing import Any
 
 from briefroom.corpus.embeddings import Embedder
 from briefroom.graph import faults
@@ -49,9 +49,10 @@ from briefroom.memory.store import (
     DEFAULT_THRESHOLD,
     FACT_CANDIDATES,
     FACT_THRESHOLD,
-    HALF_LIFE_DAYS,
-    SKILL_RETIRE_AFTER,
+    MemoryRules,
+    _Found,
     _id,
+    _namespace,
     terms,
 )
 from briefroom.memory.zones import FactRow, Recalled
@@ -108,19 +109,7 @@ def _where(ns: Namespace, scope: Scope, alias: str = "") -> tuple[str, list[str]
     return " AND ".join(f'{prefix}"{k}" = %s' for k in fields), list(fields.values())
 
 
-def _namespace(row: dict) -> dict[str, str]:
-    return {"user": row["user"], "session": row["session"], "task": row["task"]}
-
-
-class _Found(NamedTuple):
-    text: str
-    importance: float
-    created: float
-    provenance: dict[str, Any]
-    zone: str
-
-
-class PgMemoryStore:
+class PgMemoryStore(MemoryRules):
     """Vector memories, the fact table and the skill library of one database."""
 
     def __init__(self, url: str, embedder: Embedder, *, now: Any = time.time, dims: int | None = None):
@@ -207,14 +196,6 @@ class PgMemoryStore:
         self._sql("INSERT INTO {s}.applied VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET result = EXCLUDED.result",
                   [key, Jsonb(result)])
 
-    def _vector_of(self, query: str) -> list[list[float]]:
-        vector = self._vectors.get(query)
-        if vector is None:
-            if len(self._vectors) > 256:
-                self._vectors.clear()
-            vector = self._vectors[query] = self._embedder.embed([query])
-        return vector
-
     def _add_vector(self, ns: Namespace, item_id: str, vector: list[float], zone: str) -> None:
         import numpy as np
 
@@ -271,12 +252,6 @@ class PgMemoryStore:
                                         provenance, "vector"))
         out.sort(key=lambda r: -r.score)
         return out[:k]
-
-    def _scored(self, item_id: str, relevance: float, text: str, importance: float, created: float,
-                provenance: dict, zone: str) -> Recalled:
-        age_days = max(self._now() - created, 0.0) / 86400
-        score = relevance * math.pow(0.5, age_days / HALF_LIFE_DAYS) * (0.5 + 0.5 * importance)
-        return Recalled(item_id, zone, text, round(relevance, 4), round(score, 4), provenance)
 
     def find_facts(self, query: str, ns: Namespace, scope: Scope = "user", k: int = 5,
                    threshold: float = FACT_THRESHOLD) -> list[Recalled]:
@@ -441,7 +416,7 @@ class PgMemoryStore:
             self._lock_user(ns.user)
             row = self._sql(f'UPDATE {{s}}.skills SET {column} = {column} + 1, updated = %s WHERE id = %s AND "user" = %s '
                             "RETURNING successes, failures", [self._now(), skill_id, ns.user]).fetchone()
-            retired = bool(row and row["failures"] >= SKILL_RETIRE_AFTER and row["failures"] > row["successes"])
+            retired = bool(row and self._retires(row["successes"], row["failures"]))
             if retired:
                 self._sql("UPDATE {s}.skills SET retired = true WHERE id = %s", [skill_id])
         return "retired" if retired else ("success" if success else "failure")
