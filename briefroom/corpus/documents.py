@@ -121,7 +121,9 @@ def _title_from_text(text: str, path: Path) -> str:
     return path.stem
 
 
-def _normalise(text: str) -> str:
+def normalise_text(text: str) -> str:
+    """Line ends unified, control garbage out, runs of spaces and blank lines folded
+    (documents from files and fetched pages alike)."""
     text = GARBAGE_RE.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = re.sub(r"[ \t]+", " ", text)
     return re.sub(r"\n\s*\n\s*(\n\s*)+", "\n\n", text).strip()
@@ -135,19 +137,19 @@ def load_document(path: Path, display_path: str | None = None) -> Document | Non
     """
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
-        text = _normalise(decode_text(_read(path)))
+        text = normalise_text(decode_text(_read(path)))
         title = _title_from_text(text, path)
     elif suffix in HTML_SUFFIXES:
         parser = _HTMLText()
         parser.feed(decode_text(_read(path)))
-        text = _normalise("".join(parser.parts))
+        text = normalise_text("".join(parser.parts))
         title = parser.title.strip() or _title_from_text(text, path)
     elif suffix in PDF_SUFFIXES:
         from pypdf import PdfReader
         from pypdf.errors import PdfReadError
 
         try:
-            text = _normalise("\n\n".join(page.extract_text() or "" for page in PdfReader(io.BytesIO(_read(path))).pages))
+            text = normalise_text("\n\n".join(page.extract_text() or "" for page in PdfReader(io.BytesIO(_read(path))).pages))
         except (PdfReadError, ValueError, OSError, KeyError, TypeError, AssertionError) as exc:
             # pypdf raises many kinds on a damaged file; any of them means this one is unreadable
             raise UnreadableDocument(f"not a readable PDF ({str(exc)[:80] or type(exc).__name__})") from exc

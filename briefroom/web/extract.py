@@ -14,8 +14,7 @@ import io
 import re
 from dataclasses import dataclass
 
-from briefroom.corpus.documents import UnreadableDocument, decode_text
-from briefroom.protocol.chars import GARBAGE_RE
+from briefroom.corpus.documents import UnreadableDocument, decode_text, normalise_text
 from briefroom.protocol.redaction import redact_text
 from briefroom.web.net import Response, WebError
 
@@ -58,7 +57,7 @@ def page_text(response: Response) -> PageText:
     elif kind in TEXT_TYPES:
         if looks_binary(body):
             raise WebError(f"refused: the body is binary data, not the text its content type ({kind}) says")
-        text = normalise(_decode(body, response.charset))
+        text = normalise_text(_decode(body, response.charset))
         title = _first_line(text)
     else:
         raise WebError(f"unsupported content type {kind or '(none)'!r}: briefroom reads HTML, PDF and plain text")
@@ -68,12 +67,6 @@ def page_text(response: Response) -> PageText:
     # a page without a title is named by its URL, which may carry a token: redacted too
     return PageText(title=redact_text(" ".join(title.split())[:160]) or redact_text(response.url)[:160],
                     text=redact_text(text))
-
-
-def normalise(text: str) -> str:
-    text = GARBAGE_RE.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
-    text = re.sub(r"[ \t]+", " ", text)
-    return re.sub(r"\n\s*\n\s*(\n\s*)+", "\n\n", text).strip()
 
 
 def _decode(body: bytes, charset: str | None) -> str:
@@ -98,9 +91,9 @@ def _html(html: str) -> tuple[str, str]:
     doc = trafilatura.bare_extraction(html, include_comments=False, include_tables=True, with_metadata=False)
     # trafilatura puts each block (heading, paragraph, list item) on a line of its own:
     # separate paragraphs, so a heading never runs into the sentence after it
-    text = normalise((getattr(doc, "text", "") or "").replace("\n", "\n\n")) if doc is not None else ""
+    text = normalise_text((getattr(doc, "text", "") or "").replace("\n", "\n\n")) if doc is not None else ""
     if not text:  # no main part found (a short or odd page): every visible word instead
-        text = normalise(trafilatura.html2txt(html) or "")
+        text = normalise_text(trafilatura.html2txt(html) or "")
     return title, text
 
 
@@ -109,7 +102,7 @@ def _pdf(body: bytes) -> str:
     from pypdf.errors import PdfReadError
 
     try:
-        return normalise("\n\n".join(page.extract_text() or "" for page in PdfReader(io.BytesIO(body)).pages))
+        return normalise_text("\n\n".join(page.extract_text() or "" for page in PdfReader(io.BytesIO(body)).pages))
     except (PdfReadError, ValueError, OSError, KeyError, TypeError, AssertionError) as exc:
         raise WebError(f"not a readable PDF ({str(exc)[:80] or type(exc).__name__})") from None
 

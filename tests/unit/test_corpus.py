@@ -90,8 +90,8 @@ def test_text_in_another_encoding_is_decoded_as_what_it_is(tmp_path, encoding):
 
 def test_control_characters_never_reach_a_document():
     assert decode_text("a\x00b".encode("utf-16")) == "a\x00b"  # UTF-16 with its BOM is text, not binary
-    from briefroom.corpus.documents import _normalise
-    assert _normalise("Cloud\x07 grew\x1b 21%\ufffd in 2026.\r\nNext") == "Cloud grew 21% in 2026.\nNext"
+    from briefroom.corpus.documents import normalise_text
+    assert normalise_text("Cloud\x07 grew\x1b 21%\ufffd in 2026.\r\nNext") == "Cloud grew 21% in 2026.\nNext"
 
 
 def test_a_document_with_more_chunks_than_one_store_batch_is_indexed_whole(tmp_path, monkeypatch):
