@@ -7,12 +7,11 @@ from pydantic import BaseModel, Field
 from briefroom.agents.base import Role, Turn
 from briefroom.memory.store import terms
 from briefroom.protocol.bus import Subscription
-from briefroom.protocol.extraction import content_words
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.payloads import ArtifactRef, Conclusion, Instruction
 from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.records import Fact
-from briefroom.report.language import question_parts
+from briefroom.report.language import part_query, question_parts
 
 # What the Searcher takes in one turn (its MAX_INSTRUCTIONS_PER_TURN).
 MAX_QUESTIONS = 4
@@ -116,7 +115,7 @@ def step(turn: Turn) -> None:
     goal = turn.charter.goal
     parts = question_parts(goal) if not gaps else []
     # a part too short to search on its own ("by how much") is searched with the whole question
-    searchable = [p if len(content_words(p)) >= 3 else goal for p in parts] if len(parts) > 1 else []
+    searchable = [part_query(p, goal) for p in parts] if len(parts) > 1 else []
     proposals = [*searchable, *(s.question for s in plan.subquestions)]
     for proposal in proposals[:MAX_QUESTIONS]:
         question = " ".join(proposal.split()).strip(" {}[],\"'")

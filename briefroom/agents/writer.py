@@ -11,7 +11,7 @@ import hashlib
 from briefroom.agents.base import Role, Turn
 from briefroom.memory.reading import memory_item, memory_reader, remembered_fact, unused_facts
 from briefroom.protocol.bus import Subscription
-from briefroom.protocol.extraction import content_words, numbers_in, sentences
+from briefroom.protocol.extraction import numbers_in, sentences
 from briefroom.protocol.messages import MsgType, Priority
 from briefroom.protocol.payloads import Answer, Critique, Question, ReportMessage
 from briefroom.protocol.prompt_assembly import mark_data
@@ -23,7 +23,7 @@ from briefroom.report.draft import (
     WriterDraft,
     render_markdown,
 )
-from briefroom.report.language import LABELS, charter_language, question_parts
+from briefroom.report.language import LABELS, charter_language, part_query, question_parts
 from briefroom.report.outline import answer_scorer, outline
 
 
@@ -96,7 +96,7 @@ def fill_from_memory(turn: Turn, gaps: list[str], draft: WriterDraft, asked: set
     known = {f.fact_id for f in turn.all_facts()}
     found: dict[str, tuple[Fact, SourceRecord]] = {}
     for part in gaps:
-        query = part if len(content_words(part)) >= 3 else goal  # a bare "by how much" is asked with its question
+        query = part_query(part, goal)
         recalled = reader.verified_facts(query)
         reader.log(turn.ctx.log, turn.role.name, recalled)
         for r in recalled:
@@ -140,7 +140,7 @@ def ask_searcher(turn: Turn, parts: list[str]) -> None:
              and m.header.msg_type is MsgType.QUESTION}
     goal = turn.charter.goal
     for part in parts:
-        text = part if len(content_words(part)) >= 3 else goal  # "by how much" is asked with its question
+        text = part_query(part, goal)
         if text in asked:
             continue
         asked.add(text)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from briefroom.protocol.extraction import is_cjk
+from briefroom.protocol.extraction import content_words, is_cjk
 
 if TYPE_CHECKING:
     from briefroom.records import Charter
@@ -117,6 +117,12 @@ _EN_SPLIT = re.compile(r"\?\s*|;\s*|,?\s+and\s+(?=(?:what|which|who|whom|how|why
                        r"did|has|have|will)\b)|,\s+(?=(?:what|which|who|how|why|when|where)\b)", re.I)
 _ZH_SPLIT = re.compile(r"[？?；;]|，(?=[^，]*(?:如何|多少|哪|什么|为何|为什么|怎样|是否|几))")
 _MIN_PART_CHARS = 8
+
+
+def part_query(part: str, question: str) -> str:
+    """What to search or ask for one part: the part, or the whole question when the part
+    is too short to stand alone ("by how much")."""
+    return part if len(content_words(part)) >= 3 else question
 
 
 def question_parts(question: str) -> list[str]:
