@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import random
 import string
 
@@ -24,26 +22,11 @@ from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.payloads import ArtifactRef
 from briefroom.protocol.prompt_assembly import DATA_BLOCK
 from briefroom.protocol.tools import Tool
+from tests.fakes import HashEmbedder
 from tests.injection_payloads import FORGED_BLOCKS
 
 FACT = "Public cloud spending will reach 723 billion USD in 2026."
 PASSAGE = f"Analysts met in March. {FACT} Growth is led by AI workloads."
-
-
-class BagOfWordsEmbedder:
-    """Tests only: similar texts get near vectors, with no model to load."""
-
-    name = "bow-test"
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            vec = [0.0] * 64
-            for word in text.lower().split():
-                vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
-            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-            out.append([v / norm for v in vec])
-        return out
 
 
 def fake_github_token(seed: int = 3) -> str:
@@ -53,7 +36,7 @@ def fake_github_token(seed: int = 3) -> str:
 
 @pytest.fixture
 def protocol(tmp_path):
-    with ContextProtocol(tmp_path, user="alice", session="s1", embedder=BagOfWordsEmbedder(), detector=False) as p:
+    with ContextProtocol(tmp_path, user="alice", session="s1", embedder=HashEmbedder("bow-test"), detector=False) as p:
         yield p
 
 
@@ -261,7 +244,7 @@ def test_only_verified_facts_persist_and_every_refusal_says_why(protocol):
 
 
 def test_persisted_memory_is_found_again_within_its_namespace_only(tmp_path):
-    embedder = BagOfWordsEmbedder()
+    embedder = HashEmbedder("bow-test")
     with ContextProtocol(tmp_path, user="alice", embedder=embedder, detector=False) as alice:
         fact = MemoryCandidate(kind="fact", text=FACT, backers=("source:m", "answer"), source_ids=("m",))
         task = MemoryCandidate(kind="task_memory", text="Question: how big is the cloud market in 2026",
