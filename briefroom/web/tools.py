@@ -140,7 +140,7 @@ def read_found(turn: "Turn", outcomes: list[ToolOutcome], question: str) -> list
     through `run_tool` like a model's call, logged as tool calls of the role."""
     ctx = turn.ctx
     tool = ctx.tools.get("fetch_url")
-    if tool is None or "fetch_url" not in turn.role.tools:
+    if tool is None or "fetch_url" not in (*turn.role.tools, *turn.role.optional_tools):
         return []
     opened = {str(o.args.get("url", "")) for o in outcomes if o.tool == "fetch_url"}
     urls: list[str] = []

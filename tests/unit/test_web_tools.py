@@ -140,7 +140,8 @@ def test_read_found_opens_the_first_results_nobody_opened(web):
     tools = web.tools()
     ctx = SimpleNamespace(tools=tools, log=SimpleNamespace(event=lambda kind, **f: events.append((kind, f))),
                           add_tool_output=lambda clock, text: None)
-    turn = SimpleNamespace(ctx=ctx, role=SimpleNamespace(tools=("local_search", "web_search", "fetch_url")),
+    turn = SimpleNamespace(ctx=ctx, role=SimpleNamespace(tools=("local_search",),
+                                                          optional_tools=("web_search", "fetch_url")),
                            worker="searcher", round=1, clock=lambda: (1, 0))
     searched = run_tool(tools["web_search"], "s1", {"query": "cloud market", "max_results": 5})
     done = read_found(turn, [searched], "How big is the cloud market?")
@@ -148,7 +149,7 @@ def test_read_found_opens_the_first_results_nobody_opened(web):
     assert [o.args["url"] for o in done] == ["https://news.example/cloud", "https://news.example/long"]
     assert [k for k, _ in events] == ["tool_call", "tool_result"] * 2
     # a role without fetch_url, or a run without it, reads nothing
-    turn.role = SimpleNamespace(tools=("local_search",))
+    turn.role = SimpleNamespace(tools=("local_search",), optional_tools=())
     assert read_found(turn, [searched], "q") == []
 
 
