@@ -8,28 +8,12 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
-# llama.cpp built for any x86-64 CPU with AVX2, whatever the build machine has: native
-# detection would compile AVX-512/AMX kernels that die with SIGILL on a machine (or VM)
-# that advertises them but does not allow them. The stamp's name carries the flags, so a
-# change of flags rebuilds; --no-cache-dir keeps pip from reusing a wheel built otherwise.
-LLAMA_VERSION := 0.3.36
-LLAMA_CMAKE   := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
-                 -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF \
-                 -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAMA_BUILD_TESTS=OFF
-LLAMA_STAMP   := $(VENV)/.llama-$(LLAMA_VERSION)-$(shell echo '$(LLAMA_CMAKE)' | cksum | cut -d' ' -f1)
-
-$(STAMP): pyproject.toml $(LLAMA_STAMP)
+# The embedded model is llama.cpp's own server from a prebuilt wheel (xllamacpp): no compiler,
+# no build step. pip is upgraded only for speed; the project installs with Debian 12's pip 23 too.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -e ".[local,dev,serve,server]"
 	touch $(STAMP)
-
-$(LLAMA_STAMP):
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	# Builds from source (several minutes on 2 cores), portable, never from pip's wheel cache.
-	CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/python -m pip install --quiet --no-cache-dir --force-reinstall \
-		--no-binary llama-cpp-python "llama-cpp-python[server]==$(LLAMA_VERSION)"
-	rm -f $(VENV)/.llama-*
-	touch $(LLAMA_STAMP)
 
 # A real offline research run: bundled corpus, embedded SmolLM2 model, cited report.
 demo: install
