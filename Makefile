@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 install: $(STAMP)
 
 # The embedded model is llama.cpp's own server from a prebuilt wheel (xllamacpp): no compiler,
-# no build step. pip is upgraded only for speed; the project installs with Debian 12's pip 23 too.
+# no build step. The venv keeps the pip it starts with (Debian 12: pip 23), as a user's would.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -e ".[local,dev,serve,server]"
