@@ -3,9 +3,11 @@
 The address check happens at connect time, after DNS resolution, on the address the
 socket then connects to (so a name that resolves to 10.0.0.1, a redirect to
 169.254.169.254 and a DNS answer that changes between two requests are all refused
-before any packet leaves). Loopback, private, link-local, multicast, reserved,
-unspecified and other non-global addresses are refused unless the allow-list names
-the address and port (a test's fixture server, a self-hosted SearXNG on localhost).
+before any packet leaves). Only addresses the IANA special-purpose registries call
+globally reachable pass (`addresses`: loopback, private, link-local, multicast,
+documentation, dummy, site-local and every other special block are refused), unless
+the allow-list names the address and port (a test's fixture server, a self-hosted
+SearXNG on localhost). A name that does not resolve is `UnresolvableHost`.
 
 The client is httpcore with that check as its network backend: one GET at a time,
 redirects not followed (the fetcher follows them, checking each hop), a connect and a
@@ -14,7 +16,6 @@ read timeout, an overall deadline, and a size cap past which it stops reading.
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import ssl
 import time
@@ -26,6 +27,10 @@ from urllib.parse import urlsplit
 import httpcore
 
 from briefroom.errors import EngineeringFailure
+from briefroom.web.addresses import address_problem, refusal
+
+__all__ = ["AddressPolicy", "BlockedAddress", "DomainPolicy", "HttpClient", "Response", "UnresolvableHost", "WebError",
+           "address_problem", "normalise_domain", "system_resolve"]
 
 USER_AGENT = "briefroom/0.1 (+https://github.com/briefroom; research assistant)"
 Resolver = Callable[[str, int], list[str]]
@@ -42,30 +47,19 @@ class BlockedAddress(WebError):
     """Refused before connecting: the host resolves to an address briefroom does not reach."""
 
 
+class UnresolvableHost(WebError):
+    """The host's name has no address (a DNS failure): nothing about it can be fetched,
+    robots.txt included, so it is reported as itself, never as a robots.txt verdict."""
+
+
 def system_resolve(host: str, port: int) -> list[str]:
     """Every address `host` resolves to (literal addresses, including odd forms such as
     `127.1` or `0x7f000001`, come back as what they mean)."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise WebError(f"cannot resolve {host!r}: {exc}", transient=False) from None
+        raise UnresolvableHost(f"the fetch failed: cannot resolve host {host!r} ({exc})") from None
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
-def address_problem(address: str) -> str | None:
-    """Why `address` is not a public internet address (None when it is one)."""
-    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
-        if embedded is not None:  # ::ffff:10.0.0.1 and friends are the IPv4 address they carry
-            return address_problem(str(embedded))
-    for name, bad in (("loopback", ip.is_loopback), ("link-local", ip.is_link_local), ("multicast", ip.is_multicast),
-                      ("unspecified", ip.is_unspecified), ("reserved", ip.is_reserved), ("private", ip.is_private)):
-        if bad:
-            return name
-    if not ip.is_global:  # shared (100.64/10), benchmarking and other special ranges
-        return "not globally routable"
-    return None
 
 
 @dataclass
@@ -80,17 +74,24 @@ class AddressPolicy:
         resolves to is off limits (one bad answer among several is enough to refuse)."""
         addresses = self.resolve(host, port)
         if not addresses:
-            raise WebError(f"{host!r} resolves to no address")
+            raise UnresolvableHost(f"the fetch failed: cannot resolve host {host!r} (no address)")
         for address in addresses:
-            problem = address_problem(address)
-            if problem and f"{address}:{port}" not in self.allow and _bracketed(address, port) not in self.allow:
-                raise BlockedAddress(f"refused: {host} resolves to a {problem} address ({address}); briefroom only "
-                                     "fetches from public internet addresses")
+            if f"{address}:{port}" in self.allow or _bracketed(address, port) in self.allow:
+                continue
+            problem = refusal(address)
+            if problem is not None:
+                raise BlockedAddress(f"refused: {host} resolves to {_article(problem.kind)} {problem.kind} address "
+                                     f"({address}), {problem.source}; briefroom only fetches from globally "
+                                     "reachable addresses")
         return addresses[0]
 
 
 def _bracketed(address: str, port: int) -> str:
     return f"[{address}]:{port}"
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
 
 
 class _GuardedBackend(httpcore.NetworkBackend):
@@ -247,10 +248,14 @@ class DomainPolicy:
 
     def problem(self, url: str) -> str | None:
         """Why `url` may not be fetched (None when it may)."""
-        parts = urlsplit(url)
+        try:  # urllib checks brackets and ports only when asked for them: ask here, once
+            parts = urlsplit(url)
+            hostname, _ = parts.hostname, parts.port
+        except ValueError as exc:  # "http://[::ffff:10.0.0.1", "http://h:99999/"
+            return f"not a valid URL: {exc}"
         if parts.scheme not in ("http", "https"):
             return f"only http and https URLs are fetched, not {parts.scheme or 'a relative URL'!r}"
-        host = normalise_domain(parts.hostname or "")
+        host = normalise_domain(hostname or "")
         if not host:
             return "the URL has no host"
         if parts.username or parts.password:

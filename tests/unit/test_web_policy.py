@@ -25,7 +25,7 @@ from briefroom.web.net import (
     ("0.0.0.0", "unspecified"), ("240.0.0.1", "reserved"),
     ("::ffff:10.0.0.1", "private"), ("::ffff:127.0.0.1", "loopback"),  # IPv4-mapped IPv6 is the IPv4 address
     ("2002:a00:1::", "private"),  # 6to4 carrying 10.0.0.1
-    ("100.64.0.1", "not globally routable"),  # carrier-grade NAT
+    ("100.64.0.1", "shared (carrier-grade NAT)"),  # RFC 6598
 ])
 def test_non_public_addresses_are_named(address, problem):
     assert address_problem(address) == problem
