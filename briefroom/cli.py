@@ -594,6 +594,11 @@ def bench_context(
                          f"{result['build_ms_p95']} ms at 10k messages")
 
 
+from briefroom.models.catalog_cli import models_app  # its commands live beside the catalog they use
+
+app.add_typer(models_app, name="models")
+
+
 memory_app = typer.Typer(help="Long-term memory: list, search, show, forget, export (per namespace).")
 app.add_typer(memory_app, name="memory")
 Zone = Annotated[Optional[str], typer.Option("--zone", help="vector | fact | skill (default: all)")]

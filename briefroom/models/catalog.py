@@ -431,7 +431,7 @@ def unregister(data_dir: Path, name: str) -> RegisteredModel:
     registry = load_registry(data_dir)
     entry = registry.models.pop(name, None)
     if entry is None:
-        raise ConfigError(f"no model named {name!r} is registered{_registered_hint(registry)}")
+        raise ConfigError(f"no model named {name!r} is registered{registered_hint(registry)}")
     save_registry(data_dir, registry)
     return entry
 
@@ -445,7 +445,7 @@ def record_verification(data_dir: Path, name: str, ok: bool) -> None:
         save_registry(data_dir, registry)
 
 
-def _registered_hint(registry: Registry) -> str:
+def registered_hint(registry: Registry) -> str:
     names = sorted(registry.models)
     return f" (registered: {', '.join(names)})" if names else " (none is registered: briefroom models add)"
 
