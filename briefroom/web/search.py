@@ -21,7 +21,7 @@ from urllib.parse import urlencode, urlsplit
 from pydantic import BaseModel
 
 from briefroom.errors import ConfigError
-from briefroom.web.net import AddressPolicy, HttpClient, Resolver, WebError, system_resolve
+from briefroom.web.net import AddressPolicy, HttpClient, Resolver, Response, WebError, system_resolve
 
 PROVIDERS = ("searxng", "brave")
 BRAVE_ENDPOINT = "https://api.search.brave.com/res/v1/web/search"
@@ -48,21 +48,41 @@ def _clean(text: object, limit: int) -> str:
     return " ".join(plain.split())[:limit]
 
 
-def _json(body: bytes, provider: str) -> object:
+def _payload(resp: Response, provider: str) -> object:
+    """A provider's reply as JSON, or a WebError saying what is wrong with it.
+
+    A UTF-8 BOM is allowed (RFC 8259 lets parsers ignore it, and proxies add one). The
+    parser is recursive: a reply nested deeper than the interpreter's stack is refused
+    as such, at once, instead of escaping as a RecursionError."""
+    if resp.truncated:
+        raise WebError(f"{provider} sent a reply over {MAX_RESPONSE_BYTES} bytes; it was not read")
     try:
-        return json.loads(body.decode("utf-8"))
+        return json.loads(resp.body.decode("utf-8-sig"))
+    except RecursionError:
+        raise WebError(f"{provider} answered with JSON too deeply nested to read") from None
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise WebError(f"{provider} answered with something that is not JSON") from None
 
 
-def _results(items: object, title_key: str, url_key: str, snippet_key: str, max_results: int) -> list[WebResult]:
+def _scheme(url: str) -> str:
+    """The scheme, read without urllib (which raises on a malformed host, and one bad
+    result must not cost the others: web_search reports it)."""
+    scheme, colon, _ = url.partition(":")
+    return scheme.strip().lower() if colon else ""
+
+
+def _results(items: list[object], title_key: str, url_key: str, snippet_key: str,
+             max_results: int) -> list[WebResult]:
+    """Web results from a provider's list; entries that are not one (no URL, another
+    scheme, a repeat) are left out. A malformed http(s) URL is kept for web_search to
+    report with its reason."""
     out: list[WebResult] = []
     seen: set[str] = set()
-    for item in items if isinstance(items, list) else []:
+    for item in items:
         if not isinstance(item, Mapping):
             continue
         url = str(item.get(url_key) or "").strip()
-        if urlsplit(url).scheme not in ("http", "https") or url in seen:
+        if _scheme(url) not in ("http", "https") or url in seen:
             continue
         seen.add(url)
         out.append(WebResult(title=_clean(item.get(title_key), 200) or url[:200], url=url[:2000],
@@ -70,6 +90,41 @@ def _results(items: object, title_key: str, url_key: str, snippet_key: str, max_
         if len(out) >= max_results:
             break
     return out
+
+
+def _searxng_items(payload: object) -> list[object]:
+    """SearXNG's `results` list. A reply without one, or with none while every engine
+    failed (`unresponsive_engines`), is an error: an empty list would pass for "the web
+    has nothing on this" when the search never ran."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("results"), list):
+        raise WebError("SearXNG's reply has no results list")
+    items: list[object] = payload["results"]
+    failed = payload.get("unresponsive_engines")
+    if not items and isinstance(failed, list) and failed:
+        names = ", ".join(_engine(entry) for entry in failed[:5])
+        raise WebError(f"SearXNG's engines did not answer: {names}", transient=True)
+    return items
+
+
+def _engine(entry: object) -> str:
+    """An `unresponsive_engines` entry, [name, reason], as "name (reason)"."""
+    if isinstance(entry, list) and entry:
+        return _clean(entry[0], 40) + (f" ({_clean(entry[1], 80)})" if len(entry) > 1 and entry[1] else "")
+    return _clean(entry, 40)
+
+
+def _brave_items(payload: object) -> list[object]:
+    """Brave's `web.results`. Brave leaves `web` out when nothing was found; anything
+    else that is not that shape is an error, not an empty result."""
+    if not isinstance(payload, dict):
+        raise WebError("Brave Search's reply is not a JSON object")
+    if "web" not in payload:
+        return []
+    web = payload["web"]
+    results = web.get("results") if isinstance(web, dict) else None
+    if not isinstance(results, list):
+        raise WebError("Brave Search's reply has no web.results list")
+    return results
 
 
 class SearxngProvider:
@@ -88,9 +143,7 @@ class SearxngProvider:
             raise WebError(f"SearXNG answered HTTP {resp.status}", transient=True)
         if resp.status != 200:
             raise WebError(f"SearXNG answered HTTP {resp.status}")
-        payload = _json(resp.body, "SearXNG")
-        items = payload.get("results") if isinstance(payload, dict) else None
-        return _results(items, "title", "url", "content", max_results)
+        return _results(_searxng_items(_payload(resp, "SearXNG")), "title", "url", "content", max_results)
 
 
 class BraveProvider:
@@ -119,10 +172,7 @@ class BraveProvider:
             raise WebError(f"Brave Search answered HTTP {resp.status}", transient=True)
         if resp.status != 200:
             raise WebError(f"Brave Search answered HTTP {resp.status}")
-        payload = _json(resp.body, "Brave Search")
-        web = payload.get("web") if isinstance(payload, dict) else None
-        items = web.get("results") if isinstance(web, dict) else None
-        return _results(items, "title", "url", "description", max_results)
+        return _results(_brave_items(_payload(resp, "Brave Search")), "title", "url", "description", max_results)
 
 
 def brave_key(env: Mapping[str, str] | None = None) -> str:

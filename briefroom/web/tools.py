@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 WEB_SEARCH_BUDGET = 1500  # 8 results of title, URL and a 400-character snippet
 FETCH_URL_BUDGET = 2000  # like local_search: a few passages of one page
 FETCH_PASSAGES = 4
+# Skipped results are reported briefly: enough to see why, little of the budget.
+SKIPPED_SHOWN = 5
+SKIPPED_URL_CHARS = 200
 # Search results the model found but did not open: code reads this many of them per
 # question, so a round rests on fetched text even when the model never calls fetch_url.
 WEB_READS_PER_QUESTION = 2
@@ -49,9 +52,18 @@ class WebSearchArgs(BaseModel):
     max_results: Literal[3, 5, 8] = Field(default=5, description="how many results to return")
 
 
+class SkippedResult(BaseModel):
+    """A search result that is not offered for fetching, and why (a malformed URL, a
+    denied domain): the model and the run log see it; the other results stand."""
+
+    url: str
+    reason: str
+
+
 class WebSearchResult(BaseModel):
     provider: str
     results: list[WebResult]
+    skipped: list[SkippedResult] = Field(default_factory=list)
 
 
 class FetchUrlArgs(BaseModel):
@@ -98,8 +110,15 @@ class WebTools:
     def web_search(self, args: BaseModel) -> BaseModel:
         assert isinstance(args, WebSearchArgs)
         found = self.provider.search(args.query, args.max_results * 2)  # some may be off limits
-        kept = [r for r in found if self.fetcher.domains.problem(r.url) is None][:args.max_results]
-        return WebSearchResult(provider=self.provider.name, results=kept)
+        kept: list[WebResult] = []
+        skipped: list[SkippedResult] = []
+        for result in found:
+            problem = self.fetcher.domains.problem(result.url)
+            if problem is not None:
+                skipped.append(SkippedResult(url=result.url[:SKIPPED_URL_CHARS], reason=problem[:200]))
+            elif len(kept) < args.max_results:
+                kept.append(result)
+        return WebSearchResult(provider=self.provider.name, results=kept, skipped=skipped[:SKIPPED_SHOWN])
 
     def fetch_url(self, args: BaseModel) -> BaseModel:
         assert isinstance(args, FetchUrlArgs)

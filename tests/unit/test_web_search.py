@@ -4,19 +4,20 @@ key goes in a header and nowhere else."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from briefroom.errors import ConfigError
 from briefroom.protocol.redaction import redact_text
 from briefroom.web.net import Response, WebError
-from briefroom.web.search import BraveProvider, SearxngProvider, brave_key, make_provider
+from briefroom.web.search import MAX_RESPONSE_BYTES, BraveProvider, SearxngProvider, brave_key, make_provider
 from tests.web_fixture import BRAVE_KEY
 
 
 class Canned:
-    def __init__(self, status=200, payload=None, raw=None, error=None):
-        self.status, self.payload, self.raw, self.error = status, payload, raw, error
+    def __init__(self, status=200, payload=None, raw=None, error=None, truncated=False):
+        self.status, self.payload, self.raw, self.error, self.truncated = status, payload, raw, error, truncated
         self.calls: list[tuple[str, dict]] = []
 
     def get(self, url, *, max_bytes, headers=None):
@@ -24,7 +25,7 @@ class Canned:
         if self.error:
             raise self.error
         body = self.raw if self.raw is not None else json.dumps(self.payload).encode()
-        return Response(url, self.status, {"content-type": "application/json"}, body, False)
+        return Response(url, self.status, {"content-type": "application/json"}, body, self.truncated)
 
 
 SEARX = {"results": [
@@ -123,3 +124,57 @@ def test_a_self_hosted_searxng_on_loopback_is_allowed_for_search_only():
     assert provider.client.policy.vet("localhost", 8888) == "127.0.0.1"
     with pytest.raises(WebError):
         provider.client.policy.vet("localhost", 8889)  # only the port the user named
+
+
+def test_a_reply_with_a_utf8_bom_is_json():
+    raw = b"\xef\xbb\xbf" + json.dumps(SEARX).encode()
+    assert [r.url for r in SearxngProvider("http://s", Canned(raw=raw)).search("q?", 5)] == [
+        "https://a.example/cloud", "https://b.example/x"]
+
+
+def test_a_reply_over_the_size_cap_says_so_not_that_it_is_not_json():
+    head = json.dumps(SEARX).encode()[:100]  # what the client read before it stopped at the cap
+    with pytest.raises(WebError, match=f"reply over {MAX_RESPONSE_BYTES} bytes") as err:
+        SearxngProvider("http://s", Canned(raw=head, truncated=True)).search("q?", 3)
+    assert "not JSON" not in str(err.value)
+    with pytest.raises(WebError, match="reply over"):
+        BraveProvider(BRAVE_KEY, Canned(raw=b"", truncated=True)).search("q?", 3)  # refused by its Content-Length
+
+
+def test_json_nested_100000_deep_is_a_clear_error_at_once():
+    deep = b"[" * 100_000 + b"]" * 100_000
+    started = time.monotonic()
+    for provider in (SearxngProvider("http://s", Canned(raw=deep)), BraveProvider(BRAVE_KEY, Canned(raw=deep))):
+        with pytest.raises(WebError, match="too deeply nested"):
+            provider.search("q?", 3)
+    assert time.monotonic() - started < 2.0
+
+
+@pytest.mark.parametrize("payload", [{"error": "engine crashed"}, {"results": "none"}, ["a", "list"]])
+def test_a_searxng_reply_without_a_results_list_is_an_error_not_no_results(payload):
+    with pytest.raises(WebError, match="no results list"):
+        SearxngProvider("http://s", Canned(payload=payload)).search("q?", 3)
+
+
+def test_no_results_because_every_engine_failed_is_an_error():
+    payload = {"results": [], "unresponsive_engines": [["google", "timeout"], ["duckduckgo", "CAPTCHA"]]}
+    with pytest.raises(WebError, match=r"did not answer: google \(timeout\), duckduckgo \(CAPTCHA\)") as err:
+        SearxngProvider("http://s", Canned(payload=payload)).search("q?", 3)
+    assert err.value.transient
+    # no results with engines that answered is a real empty answer
+    assert SearxngProvider("http://s", Canned(payload={"results": [], "unresponsive_engines": []})).search("q?", 3) \
+        == []
+
+
+def test_brave_without_web_results_is_empty_and_a_misshapen_reply_an_error():
+    assert BraveProvider(BRAVE_KEY, Canned(payload={"type": "search", "query": {}})).search("q?", 3) == []
+    for payload in ({"web": "oops"}, {"web": {"results": {}}}, ["x"]):
+        with pytest.raises(WebError, match="Brave Search's reply"):
+            BraveProvider(BRAVE_KEY, Canned(payload=payload)).search("q?", 3)
+
+
+def test_a_malformed_result_url_does_not_fail_the_search():
+    payload = {"results": [{"title": "bad", "url": "http://[::ffff:10.0.0.1", "content": ""},
+                           {"title": "good", "url": "https://a.example/ok", "content": "fine"}]}
+    results = SearxngProvider("http://s", Canned(payload=payload)).search("q?", 5)
+    assert [r.url for r in results] == ["http://[::ffff:10.0.0.1", "https://a.example/ok"]  # web_search judges it

@@ -16,10 +16,11 @@ from briefroom.web.cache import WebCache
 from briefroom.web.fetch import Fetcher, RateLimiter
 from briefroom.web.index import WebIndex
 from briefroom.web.net import DomainPolicy
-from briefroom.web.search import WebResult
+from briefroom.web.search import SearxngProvider, WebResult
 from briefroom.web.tools import WEB_READS_PER_QUESTION, FetchUrlResult, WebSearchResult, WebTools, cite_web, read_found
 from tests.fakes import HashEmbedder
 from tests.unit.test_web_fetch import HTML, ROBOTS_OK, Scripted
+from tests.unit.test_web_search import Canned
 from tests.web_fixture import INJECTION, fake_aws_keys
 
 
@@ -165,3 +166,38 @@ def test_sources_list_and_sources_json_say_when_a_page_was_retrieved(web, tmp_pa
     assert "[2] Local notes — `notes/market.md` (source `S00000001`)" in cited
     assert info == {sid: {"url": "https://news.example/cloud", "retrieved": "2026-12-01T10:00:00Z"}}
     assert split_report(cited)[1] == {"1": sid, "2": "S00000001"}  # the report's own checks still read it
+
+
+def test_one_malformed_search_result_is_skipped_with_its_reason_not_the_whole_search(web):
+    payload = {"results": [{"title": "Cloud", "url": "https://news.example/cloud", "content": "723 billion"},
+                           {"title": "bad", "url": "http://[::ffff:10.0.0.1", "content": "unclosed bracket"},
+                           {"title": "bad port", "url": "https://news.example:99999/x", "content": ""},
+                           {"title": "Long", "url": "https://news.example/long", "content": "regions"}]}
+    web.provider = SearxngProvider("http://searx.local", Canned(payload=payload))
+    outcome = run_tool(web.tools()["web_search"], "s1", {"query": "cloud market", "max_results": 5})
+    assert outcome.ok, outcome.error
+    assert [r.url for r in outcome.result.results] == ["https://news.example/cloud", "https://news.example/long"]
+    skipped = {s.url: s.reason for s in outcome.result.skipped}
+    assert set(skipped) == {"http://[::ffff:10.0.0.1", "https://news.example:99999/x"}
+    assert all(reason.startswith("not a valid URL") for reason in skipped.values())
+    shown = envelope(outcome, TokenCounter("cl100k_base")).text
+    assert "not a valid URL" in shown  # the model is told, and the run log keeps the result
+
+
+def test_a_denied_search_result_is_reported_as_skipped(web):
+    outcome = run_tool(web.tools()["web_search"], "c1", {"query": "cloud market", "max_results": 3})
+    assert [(s.url, s.reason) for s in outcome.result.skipped] == [
+        ("https://ads.tracker.example/x", "ads.tracker.example is on the deny list (--deny-domain)")]
+
+
+def test_a_provider_reply_nested_too_deep_is_one_clear_tool_error(web):
+    web.provider = SearxngProvider("http://searx.local", Canned(raw=b"[" * 100_000 + b"]" * 100_000))
+    outcome = run_tool(web.tools()["web_search"], "s1", {"query": "cloud market"}, sleep=lambda s: None)
+    assert not outcome.ok and "too deeply nested" in outcome.error["message"]
+    assert "RecursionError" not in outcome.error["message"] and outcome.attempts == 1  # not retried as a crash
+
+
+def test_a_search_that_fails_is_a_tool_error_not_an_empty_result(web):
+    web.provider = SearxngProvider("http://searx.local", Canned(payload={"error": "no engines configured"}))
+    outcome = run_tool(web.tools()["web_search"], "s1", {"query": "cloud market"}, sleep=lambda s: None)
+    assert not outcome.ok and outcome.result is None and "no results list" in outcome.error["message"]
