@@ -24,6 +24,7 @@ from briefroom.errors import BriefroomError
 if TYPE_CHECKING:
     from briefroom.events import LlmCall
     from briefroom.inspect import CallRow, TaskRow
+    from briefroom.report.export import Format
 
 try:  # typer 0.2x runs on its own copy of click: its exceptions are not click's
     TyperClickException: type[click.ClickException] = importlib.import_module(
@@ -149,6 +150,9 @@ User = Annotated[Optional[str], typer.Option("--user", help="memory namespace: u
                                              "default: login name)")]
 Session = Annotated[Optional[str], typer.Option("--session", help="memory namespace: session (env "
                                                 "BRIEFROOM_SESSION; default 'default')")]
+Formats = Annotated[list[str], typer.Option("--format", help="also write the report as md, html, pdf, docx or "
+                                            "json next to report.md (repeatable or comma-separated; pdf needs "
+                                            "Chromium: `make browser`)")]
 
 
 @app.command()
@@ -206,10 +210,12 @@ def research(
                                                    "subdomains (repeatable)")] = [],
     as_json: Json = False,
     quiet: Quiet = False,
+    formats: Formats = [],
 ) -> None:
     """Research QUESTION over your documents (and the web, with --web) and write a cited report."""
     from briefroom.run import ResearchRequest, default_run_dir, run_research
 
+    exports = _export_formats(formats)  # a misspelt format fails before the run, not after it
     if out is not None and out.exists() and not out.is_dir():
         raise _fail(f"--out {out} is a file; give a folder for the run", 2)
     if record is not None and not force:
@@ -231,7 +237,45 @@ def research(
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
                                               roles_dirs=list(roles_dir)), settings,
                               progress=_progress(quiet, as_json))
+    if exports and result.report is not None:
+        _export(result.run_dir, exports)
     _print_result(result, as_json)
+
+
+def _export_formats(values: list[str]) -> list[Format]:
+    from briefroom.report.export import parse_formats
+
+    try:
+        return parse_formats(values)
+    except BriefroomError as exc:
+        raise _fail(str(exc), 2) from None
+
+
+def _export(run_dir: Path, formats: list[Format]) -> list[Path]:
+    from briefroom.report.export import export_run
+
+    try:
+        written = export_run(run_dir, formats)
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    for path in written:
+        err.print(f"[green]exported:[/] {path}", markup=True)
+    return written
+
+
+@app.command("export")
+def export_report(
+    run_dir: Annotated[Path, typer.Argument(help="a finished run directory (it holds report.md)")],
+    formats: Formats = [],
+    as_json: Json = False,
+) -> None:
+    """Write a finished run's report as HTML, PDF, DOCX or JSON into its run directory."""
+    exports = _export_formats(formats)
+    if not exports:
+        raise _fail("nothing to export: pass --format html,pdf,docx,json (or md)", 2)
+    written = _export(run_dir, exports)
+    if as_json:
+        sys.stdout.write(json.dumps({"run_dir": str(run_dir), "files": [str(p) for p in written]}) + "\n")
 
 
 @app.command()
