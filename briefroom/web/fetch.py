@@ -3,7 +3,8 @@
 Every hop of a redirect chain is checked again like the first URL (scheme, allow/deny
 domains, robots.txt, and the address at connect time); a chain that loops or runs past
 `max_redirects` is refused. Requests to one host are spaced by the rate limit (or the
-host's robots.txt Crawl-delay, up to 10 s). A page fetched before is fetched
+host's robots.txt Crawl-delay, up to 10 s); both count by host name, whatever the port
+(`rate_key`). A page fetched before is fetched
 conditionally (ETag / Last-Modified); within a run, a URL is fetched once.
 """
 
@@ -22,7 +23,7 @@ from briefroom.corpus.documents import source_id_for
 from briefroom.protocol.redaction import redact_text
 from briefroom.web.cache import CachedPage, WebCache
 from briefroom.web.extract import page_text
-from briefroom.web.net import BlockedAddress, DomainPolicy, HttpClient, Response, WebError
+from briefroom.web.net import BlockedAddress, DomainPolicy, HttpClient, Response, UnresolvableHost, WebError
 
 ROBOTS_AGENT = "briefroom"
 MAX_PAGE_BYTES = 5 * 1024 * 1024
@@ -81,45 +82,62 @@ class RateLimiter:
         return waited
 
 
+@dataclass(frozen=True)
+class _NoRobots:
+    """robots.txt could not be used as rules: everything is allowed (missing) or
+    nothing is (unreadable), and `why` says which and what happened."""
+
+    allowed: bool
+    why: str
+
+
 class Robots:
     """robots.txt per origin (protego), read once per run. RFC 9309: a missing file (4xx)
-    allows everything; a server error or no answer disallows everything."""
+    allows everything; a server error or no answer disallows everything. A host whose
+    name does not resolve, or that the address policy refuses, has no robots.txt
+    question to answer: that failure is the fetch's error, as it is."""
 
     def __init__(self, get: Callable[[str, int], Response], limiter: RateLimiter, agent: str = ROBOTS_AGENT):
         self._get = get
         self._limiter = limiter
         self._agent = agent
-        self._rules: dict[str, Protego | bool] = {}
+        self._rules: dict[str, Protego | _NoRobots] = {}
         self._lock = threading.Lock()
 
     def allowed(self, url: str) -> bool:
+        return self.refusal(url) is None
+
+    def refusal(self, url: str) -> str | None:
+        """Why robots.txt keeps `url` from being fetched (None when it may be)."""
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
         with self._lock:
             rules = self._rules.get(origin)
         if rules is None:
-            rules = self._load(origin, parts.hostname or "")
+            rules = self._load(origin, rate_key(url))
             with self._lock:
                 self._rules[origin] = rules
-        if isinstance(rules, bool):
-            return rules
-        return bool(rules.can_fetch(url, self._agent))
+        if isinstance(rules, _NoRobots):
+            return None if rules.allowed else f"robots.txt of {_host(url)} {rules.why}"
+        if rules.can_fetch(url, self._agent):
+            return None
+        return f"robots.txt of {_host(url)} disallows {parts.path or '/'}"
 
-    def _load(self, origin: str, host: str) -> Protego | bool:
+    def _load(self, origin: str, key: str) -> Protego | _NoRobots:
         try:
             resp = self._get(origin + "/robots.txt", MAX_ROBOTS_BYTES)
-        except BlockedAddress:
-            raise  # not a robots question: the host itself is off limits, and the model is told so
-        except WebError:
-            return False  # unreachable: assume complete disallow
+        except (BlockedAddress, UnresolvableHost):
+            raise  # not a robots question: the host itself is off limits or unknown, and the model is told so
+        except WebError as exc:
+            return _NoRobots(False, f"could not be read ({exc}), so nothing there is fetched (RFC 9309)")
         if 400 <= resp.status < 500:
-            return True
+            return _NoRobots(True, f"is missing (HTTP {resp.status})")
         if resp.status != 200:
-            return False
+            return _NoRobots(False, f"answered HTTP {resp.status}, so nothing there is fetched (RFC 9309)")
         rules = Protego.parse(resp.body.decode("utf-8", "replace"))
         delay = rules.crawl_delay(self._agent)
         if delay:
-            self._limiter.set_delay(host, float(delay))
+            self._limiter.set_delay(key, float(delay))
         return rules
 
 
@@ -181,15 +199,16 @@ class Fetcher:
             problem = self.domains.problem(current)
             if problem:
                 raise WebError(f"refused: {problem}")
-            if check_robots and not self.robots.allowed(current):
-                raise WebError(f"refused: robots.txt of {_host(current)} disallows {urlsplit(current).path or '/'}")
+            refused = self.robots.refusal(current) if check_robots else None
+            if refused:
+                raise WebError(f"refused: {refused}")
             headers = {}
             if cached is not None and current == url:
                 if cached.etag:
                     headers["If-None-Match"] = cached.etag
                 if cached.last_modified:
                     headers["If-Modified-Since"] = cached.last_modified
-            self.limiter.wait(_host(current))
+            self.limiter.wait(rate_key(current))
             resp = self.client.get(current, max_bytes=max_bytes, headers=headers)
             if resp.status not in REDIRECTS:
                 return resp
@@ -206,6 +225,12 @@ class Fetcher:
 def _without_fragment(url: str) -> str:
     parts = urlsplit(url)
     return urlunsplit(parts._replace(fragment=""))
+
+
+def rate_key(url: str) -> str:
+    """The host a request counts against, for the rate limit and a Crawl-delay alike:
+    the server's name without the port (one machine, whichever port it listens on)."""
+    return (urlsplit(url).hostname or "?").lower()
 
 
 def _host(url: str) -> str:

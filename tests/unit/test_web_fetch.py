@@ -237,3 +237,52 @@ def test_a_compressed_body_is_inflated_up_to_the_cap_only():
     assert truncated and len(body) == 1000
     with pytest.raises(WebError, match="content encoding"):
         HttpClient(clock=lambda: 0.0)._read([b"x"], {"content-encoding": "br"}, 1000, started=0.0)
+
+
+def test_crawl_delay_applies_to_a_url_with_a_port(tmp_path):
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(s):
+        slept.append(s)
+        now[0] += s
+
+    limiter = RateLimiter(interval=0.0, clock=lambda: now[0], sleep=sleep)
+    f, _ = fetcher(tmp_path, {"https://a.example:8443/robots.txt": (200, {}, b"User-agent: *\nCrawl-delay: 3\n"),
+                              "https://a.example:8443/p": (200, HTML, PAGE),
+                              "https://a.example:8443/q": (200, HTML, PAGE)}, limiter=limiter)
+    f.fetch("https://a.example:8443/p")
+    f.fetch("https://a.example:8443/q")
+    assert slept == [3.0, 3.0]
+
+
+def test_a_host_that_does_not_resolve_is_reported_as_such_not_as_robots_txt(tmp_path, monkeypatch):
+    import socket
+
+    def no_such_host(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_such_host)
+    client = HttpClient()
+    f = Fetcher(client, WebCache(tmp_path), limiter=RateLimiter(interval=0))
+    for _ in range(2):  # and not remembered as a robots.txt verdict either
+        with pytest.raises(WebError) as err:
+            f.fetch("https://nowhere.example/page")
+        assert "cannot resolve host 'nowhere.example'" in str(err.value) and "the fetch failed" in str(err.value)
+        assert "robots" not in str(err.value)
+    assert client.connected == []
+
+
+def test_an_unreadable_robots_txt_says_what_happened(tmp_path):
+    class Down(Scripted):
+        def get(self, url, *, max_bytes, headers=None):
+            self.calls.append((url, dict(headers or {})))
+            raise WebError("timed out fetching https://a.example", transient=True)
+
+    f = Fetcher(Down({}), WebCache(tmp_path), limiter=RateLimiter(interval=0))
+    with pytest.raises(WebError, match=r"robots.txt of a.example could not be read \(timed out") as err:
+        f.fetch("https://a.example/p")
+    assert "disallows" not in str(err.value)
+    f503, _ = fetcher(tmp_path / "b", {"https://b.example/robots.txt": (503, {}, b"")})
+    with pytest.raises(WebError, match="robots.txt of b.example answered HTTP 503"):
+        f503.fetch("https://b.example/p")
