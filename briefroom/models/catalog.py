@@ -135,8 +135,8 @@ class _BoundedReader:
             raise GGUFError(f"{self.path}: truncated GGUF header: {what} at byte {self.pos:,} runs past the end "
                             f"of the file ({self.file_size:,} bytes)")
         if end > self.limit:
-            raise GGUFError(f"{self.path}: damaged GGUF header: {what} at byte {self.pos:,} would take the "
-                            f"header past {self.limit:,} bytes")
+            raise GGUFError(f"{self.path}: damaged GGUF header: {what} at byte {self.pos:,} would not fit "
+                            f"(a header is at most {self.limit:,} bytes)")
         self.pos = end
 
     def take(self, n: int, what: str) -> bytes:
@@ -158,7 +158,8 @@ class _BoundedReader:
         """A count of things to read next, refused at once if that many could not fit."""
         n = int(self.number(fmt, what))
         if n * min_item_bytes > self.limit - self.pos:
-            raise GGUFError(f"{self.path}: damaged GGUF header: {what} is {n:,}, more than the header could hold")
+            raise GGUFError(f"{self.path}: damaged GGUF header: {what} is {n:,}, more than could fit "
+                            f"(a header is at most {self.limit:,} bytes)")
         return n
 
     def string(self, what: str) -> str:
@@ -364,8 +365,7 @@ class RegisteredModel(BaseModel):
     size: int
     sha256: str
     added: str
-    verified: str | None = None  # when the bytes last matched sha256 (added counts)
-    last_verify_failed: bool = False
+    verified: str | None = None  # when the bytes last matched sha256 (adding counts); None after a mismatch
 
 
 class Registry(BaseModel):
@@ -440,7 +440,6 @@ def record_verification(data_dir: Path, name: str, ok: bool) -> None:
     registry = load_registry(data_dir)
     entry = registry.models.get(name)
     if entry is not None:
-        entry.last_verify_failed = not ok
         entry.verified = now() if ok else None
         save_registry(data_dir, registry)
 

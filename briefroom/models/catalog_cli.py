@@ -85,7 +85,7 @@ def _registered_state(entry: catalog.RegisteredModel) -> str:
         return "no: file gone"
     if entry.path.stat().st_size != entry.size:
         return "no: size changed"
-    if entry.last_verify_failed or entry.verified is None:
+    if entry.verified is None:
         return "no: last verify failed"
     return f"yes {entry.verified[:10]}"
 
