@@ -126,3 +126,8 @@ def test_domain_normalisation():
     assert normalise_domain(" *.Example.COM. ") == "example.com"
     assert normalise_domain("https://Docs.Example.com/path") == "docs.example.com"
     assert normalise_domain("bücher.example") == "xn--bcher-kva.example"
+
+
+@pytest.mark.parametrize("url", ["http://[::ffff:10.0.0.1", "https://example.com:99999/", "http://[not-an-ip]/"])
+def test_a_malformed_url_is_a_reason_not_an_exception(url):
+    assert DomainPolicy().problem(url).startswith("not a valid URL")
