@@ -395,3 +395,15 @@ def test_assemble_command(tmp_path, monkeypatch):
     assert "no known file 'qwen-9b'" in one_line_error(unknown)
     nowhere = runner.invoke(app, ["models", "assemble", "tiny", "--from", str(tmp_path / "no"), "--dest", str(tmp_path)])
     assert "no such folder" in one_line_error(nowhere)
+
+
+def test_list_shows_a_registered_file_that_was_cut_short_or_removed(tmp_path, model):
+    data = tmp_path / "data"
+    assert models("add", str(model), "--name", "tiny", data=data).exit_code == 0
+    model.write_bytes(model.read_bytes()[:200])
+    row = listed(data)["tiny"]
+    assert row["verified"] == "no: size changed" and "truncated" in row["problem"]
+    text = models("list", data=data)
+    assert text.exit_code == 0 and "tiny:" in text.output and "truncated" in text.output
+    model.unlink()
+    assert listed(data)["tiny"]["verified"] == "no: file gone"
