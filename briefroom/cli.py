@@ -450,7 +450,8 @@ def jobs_show(
         sys.stdout.write(json.dumps(vars(row), ensure_ascii=False) + "\n")
         return
     for key, value in vars(row).items():
-        stdout.print(f"{key}: {value}", markup=False)
+        if value is not None:  # no run directory, no run.json, no reason yet: not shown
+            stdout.print(f"{key}: {value}", markup=False)
 
 
 @jobs_app.command("cancel")

@@ -4,6 +4,7 @@ driver's error text too (psycopg repeats a badly encoded password in its message
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -38,7 +39,8 @@ def scrub(text: str, url: str | None) -> str:
     except ValueError:
         raw = ""
     for secret in {raw, unquote(raw)} - {""}:
-        out = out.replace(secret, "***")
+        # as a whole token only: a short password ("p") must not turn "port" into "***ort"
+        out = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", out)
     return out
 
 
@@ -47,3 +49,21 @@ def first_line(exc: BaseException, url: str | None = None) -> str:
     nothing), with the database password taken out."""
     lines = str(exc).strip().splitlines()
     return scrub(f"{type(exc).__name__}: {lines[0][:200]}" if lines else type(exc).__name__, url)
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """True when `exc`, or what caused it, is PostgreSQL going away under a run that had
+    connected (a restart, a dropped link, a pool that cannot reconnect): the run stopped
+    through no fault of its own and can go on from its checkpoint."""
+    try:
+        from psycopg import OperationalError
+    except ImportError:  # no server extra: no PostgreSQL connection to lose
+        return False
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OperationalError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

@@ -249,25 +249,29 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                               round(time.monotonic() - clock, 1)))
 
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_exclusive(run_dir))
-        if not settings.database_url:  # the server backend keeps no store in the data directory
-            stack.enter_context(data_dir_in_use(settings.data_dir))
-        # Checkpoints in the run directory, or in PostgreSQL with --database-url, where a
-        # worker on another machine can resume the run (briefroom/server/checkpoint_pg.py).
-        had_checkpoints = bool(settings.database_url) or (run_dir / "checkpoints.sqlite").is_file()
-        saver = open_checkpoints(settings.database_url or run_dir / "checkpoints.sqlite")
-        stack.callback(saver.conn.close)
-        graph = build_graph(roles, bus, checkpointer=saver, parallel=settings.parallel)
-        config = {"configurable": {"thread_id": record.thread_id}, "recursion_limit": 60 * settings.rounds,
-                  "max_concurrency": settings.parallel}
-        snapshot = graph.get_state(config)
-        # The first checkpoint holds only the pending input: a run killed there has not
-        # started; it starts over in place, on a clean thread.
-        resumed = "charter" in snapshot.values
-        if not resumed:
-            saver.delete_thread(record.thread_id)
+        stack.enter_context(_exclusive(run_dir))  # (outside the try: run.json may be another process's)
+        try:  # a database that refuses the run ends it here, recorded as failed, never left `running`
+            if not settings.database_url:  # the server backend keeps no store in the data directory
+                stack.enter_context(data_dir_in_use(settings.data_dir))
+            # Checkpoints in the run directory, or in PostgreSQL with --database-url, where a
+            # worker on another machine can resume the run (briefroom/server/checkpoint_pg.py).
+            had_checkpoints = bool(settings.database_url) or (run_dir / "checkpoints.sqlite").is_file()
+            saver = open_checkpoints(settings.database_url or run_dir / "checkpoints.sqlite")
+            stack.callback(saver.conn.close)
+            graph = build_graph(roles, bus, checkpointer=saver, parallel=settings.parallel)
+            config = {"configurable": {"thread_id": record.thread_id}, "recursion_limit": 60 * settings.rounds,
+                      "max_concurrency": settings.parallel}
+            snapshot = graph.get_state(config)
+            # The first checkpoint holds only the pending input: a run killed there has not
+            # started; it starts over in place, on a clean thread.
+            resumed = "charter" in snapshot.values
+            if not resumed:
+                saver.delete_thread(record.thread_id)
+        except BaseException as exc:
+            _record_ending(run_dir, record, None, exc)
+            raise
         try:
-            runs.update(run_dir, record, status="running", error=None)
+            runs.update(run_dir, record, status="running", error=None, resumable=True)
             if resumed:
                 ledger = snapshot.values.get("ledger", {})
                 log, moved = RunLog.reopen(run_dir / "run.jsonl", int(ledger.get("log_seq", 0)))
@@ -353,20 +357,26 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
             result = _finish(run_dir, record, state, ctx, memory, namespace, log, pool, request, settings, recorder)
             runs.update(run_dir, record, status="done", round=int(state.get("round", record.round)))
             return result
-        except KeyboardInterrupt:
-            if log is not None:
-                log.event("interrupted", round=record.round, resume=runs.resume_command(run_dir))
-            runs.update(run_dir, record, status="interrupted", error="interrupted (Ctrl-C or SIGTERM)")
-            raise
         except BaseException as exc:
-            if log is not None:
-                log.event("error", kind=type(exc).__name__, message=str(exc)[:1000],
-                          traceback=traceback.format_exc(limit=12)[-4000:])
-            runs.update(run_dir, record, status="failed", error=redact_text(f"{type(exc).__name__}: {exc}")[:1000])
+            _record_ending(run_dir, record, log, exc)
             raise
         finally:
             if log is not None:
                 log.close()
+
+
+def _record_ending(run_dir: Path, record: runs.RunRecord, log: RunLog | None, exc: BaseException) -> None:
+    """Write how the run ended (run.log, then run.json) before `exc` goes on: every way
+    out (an error, Ctrl-C, a cancel, a lost database) leaves a final status and its reason."""
+    status, reason, resumable = runs.ending_of(exc)
+    if log is not None:
+        with contextlib.suppress(Exception):  # a full disk must not hide the status below
+            if status == "interrupted":
+                log.event("interrupted", round=record.round, resume=runs.resume_command(run_dir))
+            else:
+                log.event("error", kind=type(exc).__name__, message=str(exc)[:1000],
+                          traceback=traceback.format_exc(limit=12)[-4000:])
+    runs.update(run_dir, record, status=status, error=redact_text(reason), resumable=resumable)
 
 
 def _index_corpus(index: CorpusIndex, corpus: list[Path], say: Callable[[int, str, str], None],

@@ -2,8 +2,11 @@
 
 It holds what `briefroom resume` needs to rebuild the run (question, corpus, roles,
 settings without secrets, the scenario a replay reads, the memory namespace) and its
-status: running, paused (stopped on purpose after a round), interrupted (Ctrl-C),
-failed (an error; the message is kept), done. `briefroom runs list|show` read it.
+status: running, paused (stopped on purpose after a round), interrupted (Ctrl-C,
+SIGTERM, a stopped worker, the database gone; resumable), cancelled (`jobs cancel`),
+failed (an error; the reason is kept), done. Every way a run ends writes its status
+here before the exception that ended it goes on (`ending_of`), so no run that stopped
+stays `running`. `briefroom runs list|show` read it.
 Written atomically (temp file + rename), so a crash leaves the old record or the new.
 """
 
@@ -18,8 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from briefroom.config import Settings
-from briefroom.database import public_url
-from briefroom.errors import ConfigError
+from briefroom.database import connection_lost, public_url
+from briefroom.errors import BriefroomError, ConfigError
 from briefroom.events import ErrorEvent, MemoryWrite
 from briefroom.files import write_atomic
 from briefroom.protocol.redaction import redact_data
@@ -27,7 +30,38 @@ from briefroom.records import SourceRecord
 
 RECORD_FILE = "run.json"
 SOURCES_FILE = "sources.json"
-Status = Literal["running", "paused", "interrupted", "failed", "done"]
+Status = Literal["running", "paused", "interrupted", "cancelled", "failed", "done"]
+
+
+class RunStopped(BriefroomError):
+    """The run was stopped from outside at a step boundary; `status` says how it ends."""
+
+    status: Status = "interrupted"
+
+
+class RunInterrupted(RunStopped):
+    """Its worker is stopping, or lost the job's lease: another process goes on with it."""
+
+
+class RunCancelled(RunStopped):
+    """`briefroom jobs cancel` asked the run to stop."""
+
+    status = "cancelled"
+
+
+def ending_of(exc: BaseException) -> tuple[Status, str, bool]:
+    """How a run that raised `exc` ends: its status, the reason kept in run.json, and
+    whether `briefroom resume` can go on with it (a bad input fails again)."""
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:1000]
+    if isinstance(exc, RunStopped):
+        return exc.status, str(exc)[:1000], True
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted", "interrupted (Ctrl-C or SIGTERM)", True
+    if isinstance(exc, ConfigError):  # includes a database that refused the run at its start
+        return "failed", reason, False
+    if connection_lost(exc):  # the database went away mid-run: its checkpoint is intact
+        return "interrupted", f"the database connection was lost ({reason[:300]})", True
+    return "failed", reason, True
 
 
 def _now() -> str:
@@ -49,6 +83,7 @@ class RunRecord(BaseModel):
     used_skills: list[str] = Field(default_factory=list)
     status: Status = "running"
     error: str | None = None
+    resumable: bool = Field(default=True, description="false when the run failed on a bad input or database URL")
     round: int = 0
     started: str = Field(default_factory=_now)
     updated: str = Field(default_factory=_now)
@@ -207,5 +242,10 @@ def summarize(run_dir: Path, record: RunRecord) -> RunSummary:
         resumes=counts["run_resume"],
         errors=[e.message[:300] for e in events if isinstance(e, ErrorEvent)], error=record.error,
         scenario=record.scenario, report=str(report) if report.is_file() else None,
-        resume=None if record.status == "done" else resume_command(run_dir))
+        resume=resume_command(run_dir) if can_resume(record) else None)
+
+
+def can_resume(record: RunRecord) -> bool:
+    """`briefroom resume` can go on with it: not done, and not failed on a bad input."""
+    return record.status != "done" and record.resumable
 

@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 BIN_ENV = "BRIEFROOM_PG_BIN"
@@ -92,6 +92,23 @@ class PgServer:
     started_in: float
     version: str
     process: subprocess.Popen
+    argv: list[str] = field(default_factory=list)  # how it was started, for restart()
+    who: tuple[int, int] | None = None
+
+    def restart(self, timeout: float = START_TIMEOUT) -> None:
+        """Stop the server (fast shutdown: every client is disconnected) and start it again
+        on the same data and port, as an operator's restart does; for the fault tests."""
+        _stop(self.process)
+        self.process = _spawn(self.argv, self.root, self.who)
+        if not _wait_ready(self.process, self.pgdata, deadline=time.monotonic() + timeout):
+            raise PostgresUnavailable(f"postgres did not start again; its log:\n{self.log_tail(20)}")
+
+    def pause(self) -> None:
+        """SIGSTOP every server process (postmaster and backends: one process group)."""
+        os.killpg(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.killpg(self.process.pid, signal.SIGCONT)
 
     def database(self, name: str) -> str:
         """Create database `name` (with the vector extension) and return its URL."""
@@ -192,13 +209,7 @@ def local_postgres(*, durable: bool = False, settings: dict[str, str] | None = N
             args = [str(bin_dir / "postgres"), "-D", str(root / "data"), "-p", str(port)]
             for key, value in options.items():
                 args += ["-c", f"{key}={value}"]
-            log = open(root / "postgres.log", "ab")  # noqa: SIM115 - closed below, the child keeps its copy
-            try:
-                kwargs: dict = {"user": who[0], "group": who[1], "extra_groups": []} if who else {}
-                process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=_env(),
-                                           start_new_session=True, preexec_fn=_die_with_parent, **kwargs)
-            finally:
-                log.close()
+            process = _spawn(args, root, who)
             if _wait_ready(process, root / "data", deadline=time.monotonic() + timeout):
                 break
             tail = _tail(root / "postgres.log", 20)
@@ -208,12 +219,27 @@ def local_postgres(*, durable: bool = False, settings: dict[str, str] | None = N
             raise PostgresUnavailable(f"postgres exited while starting ({version}); its log:\n{tail}")
         assert process is not None
         url = f"postgresql://postgres:{password}@{host}:{port}/postgres"
-        server = PgServer(url, host, port, password, root, round(time.perf_counter() - clock, 3), version, process)
-        yield server
+        server = PgServer(url, host, port, password, root, round(time.perf_counter() - clock, 3), version, process,
+                          argv=args, who=who)
+        try:
+            yield server
+        finally:
+            process = server.process  # restart() may have replaced it
     finally:
         if process is not None:
             _stop(process)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _spawn(args: list[str], root: Path, who: tuple[int, int] | None) -> subprocess.Popen:
+    """Start `postgres`, logging to root/postgres.log, in a session of its own."""
+    log = open(root / "postgres.log", "ab")  # noqa: SIM115 - closed below, the child keeps its copy
+    try:
+        kwargs: dict = {"user": who[0], "group": who[1], "extra_groups": []} if who else {}
+        return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=_env(),
+                                start_new_session=True, preexec_fn=_die_with_parent, **kwargs)
+    finally:
+        log.close()
 
 
 def _wait_ready(process: subprocess.Popen, pgdata: Path, deadline: float) -> bool:
