@@ -126,8 +126,12 @@ def parse_inlines(text: str) -> list[Inline]:
 
 def split_sentences(text: str) -> list[str]:
     """The block's text cut after each sentence's citations; the pieces joined give `text` back."""
+    # `code` and *emphasis* are never cut: a note in italics is one run, however many sentences.
+    kept_whole = [(m.start(), m.end()) for m in _INLINE.finditer(text) if m.group(3) is None]
     pieces, at = [], 0
     for m in _SENTENCE_END.finditer(text):
+        if any(start < m.start() < end - 1 for start, end in kept_whole):
+            continue
         pieces.append(text[at:m.end()])
         at = m.end()
     if text[at:].strip():

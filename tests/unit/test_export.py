@@ -133,6 +133,20 @@ def test_sentences_keep_the_citations_that_follow_them():
     assert sentences[1].text == "Azure grew 31% year over year."
 
 
+def test_a_note_under_the_title_is_kept_whole():
+    parts = [DraftSection(heading=f"Part {n}. Of the question?", claims=[
+        Claim(text="Spending will reach 723 billion USD in 2026.", source_ids=["Sa"])]) for n in range(1, 7)]
+    # As the outline builds a draft of one section per part: a question of six parts.
+    draft = ReportDraft.model_construct(title="Six parts", short_answer=en_draft().short_answer, sections=parts,
+                                        key_figures=[], omitted=[])
+    markdown, order = render_markdown(draft, EN_SOURCES)
+    document = parse_report(markdown, EN_SOURCES, order)
+    assert document.sections[0].heading == ""  # the note under the title, before "Short answer"
+    (note,) = document.sections[0].blocks
+    assert [i.kind for i in note.inlines] == ["emphasis"] and "Part 6. Of the question?" in note.inlines[0].text
+    assert "<em>" in render_html(document)
+
+
 def test_web_sources_keep_their_url_and_when_they_were_retrieved(tmp_path):
     page = _source("Sw", "A page", "https://example.org/cloud", "Spending will reach 723 billion USD in 2026.")
     draft = ReportDraft(title="Web question", short_answer=Claim(text="Spending will reach 723 billion USD in 2026.",
