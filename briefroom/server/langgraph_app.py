@@ -3,19 +3,48 @@
 `langgraph.json` at the repository root names `make_graph`, a graph factory the
 server calls whenever it needs the graph. What it returns is a small graph with one
 node, `research`, whose input is the run's question and corpus and whose context
-(`ServeContext`, sent by the client as the run's `context`) says which model, data
-directory and budget to use. The node does what `briefroom research` does — charter,
-corpus index, model pool, `RunContext`, a run directory with its log, report.md and
-sources.json — and runs the research graph of `graph/builder.py` inside it as a
-subgraph, handing it the `RunContext` as its LangGraph context. The server cannot pass
-a `RunContext` itself (a run's context arrives as JSON), and a `RunContext` holds live
-objects (index, model handles, log) that cannot be checkpointed, so it is built and
-closed within the one node that uses it.
+(`ServeContext`, sent by the client as the run's `context`) says which model and budget
+to use. The node does what `briefroom research` does — charter, corpus index, model
+pool, `RunContext`, a run directory with its log, report.md and sources.json — and runs
+the research graph of `graph/builder.py` inside it as a subgraph, handing it the
+`RunContext` as its LangGraph context. The server cannot pass a `RunContext` itself (a
+run's context arrives as JSON), and a `RunContext` holds live objects (index, model
+handles, log) that cannot be checkpointed, so it is built and closed within the one node
+that uses it.
+
+The server is a network service, so every field a client sends is hostile input. The
+server, not the client, decides what a run may touch; its operator says so in the
+environment `langgraph dev` starts with (read once, when the server imports this
+module; `ServePolicy`):
+
+- `BRIEFROOM_SERVE_CORPORA`: folders under which a client's corpus may lie, separated by
+  `os.pathsep` (":"). Unset, the server reads no corpus and refuses every run. A client's
+  folder is normalised (`..`) before anything on disk is touched, then resolved
+  (symlinks) and checked again; a relative folder is taken under the first of them; a
+  link inside the corpus leading out of them stops the run.
+- `BRIEFROOM_SERVE_RUNS_DIR`: where run directories are made (default `runs` under the
+  server's working folder). The server names each one: its time, the question's slug
+  and a random suffix.
+- `BRIEFROOM_SERVE_ROLES_DIRS`: folders of extra role files loaded for every served run
+  (default none: the built-in roles). Role files are Python, so no client names them.
+- `BRIEFROOM_DATA_DIR`, `BRIEFROOM_MODEL`, `OPENAI_BASE_URL`, ...: as for the CLI.
+
+A client chooses only the model by name (`test`, `embedded`, or a model on the
+endpoint; never a `.gguf` file), the rounds, the token budget and the parallel
+searchers. Setting `runs_dir`, `roles_dirs` or `data_dir` in the context is refused with
+a message naming the server's setting. Inputs are checked by `run_request.RunInput`,
+the CLI's checks; a refusal is one line.
+
+Browsers: `langgraph.json` turns CORS off (`http.cors.allow_origins` is empty), so a
+web page open while the server runs cannot read its answers. To let LangGraph Studio
+in, start the server with `CORS_CONFIG='{"allow_origins": ["https://smith.langchain.com"]}'`.
 
 Because the research graph runs as a subgraph, a client streaming with
 `subgraphs=True` sees every role's node update (`planner`, `searcher`, `critic`,
 `writer`, `round_end`) as it happens; the run's progress lines arrive as `custom`
-events. The final state holds the report, its citation map and the sources.
+events. The final state holds the report, its citation map and the sources. A run that
+fails ends with an `error` event in its run.jsonl, `failed` in run.json, and its reason
+in the client's error (`RunFailed`).
 
 Runs served this way do not use long-term memory and cannot be resumed with
 `briefroom resume` (their checkpoints are the server's); `briefroom inspect` and
@@ -25,36 +54,148 @@ Runs served this way do not use long-term memory and cannot be resumed with
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
+import re
 import time
+import traceback
 import uuid
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Annotated, Any, Protocol, TypedDict
 
 from langgraph.config import get_stream_writer
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
+
+from briefroom.errors import BriefroomError, ConfigError
+from briefroom.run_request import RunInput, one_line
 
 GRAPH_ID = "research"
+CORPORA_ENV = "BRIEFROOM_SERVE_CORPORA"
+RUNS_DIR_ENV = "BRIEFROOM_SERVE_RUNS_DIR"
+ROLES_DIRS_ENV = "BRIEFROOM_SERVE_ROLES_DIRS"
+MAX_ERROR_CHARS = 1000
 
 
-@dataclass
-class ServeContext:
-    """What a client may choose per run (the run's `context`). Unset fields come from
-    the server's environment, as for the CLI (`BRIEFROOM_MODEL`, `BRIEFROOM_DATA_DIR`, ...)."""
+class ServeContext(TypedDict, total=False):
+    """What a client may send as a run's `context` (the server's JSON schema of it).
+    `ServeOptions` checks it; the last three are listed only so that a client setting
+    them is told they are the server's, rather than having them dropped in silence."""
 
-    model: str | None = None  # 'test' (deterministic, no model), 'embedded', or a model name on the endpoint
-    data_dir: str | None = None  # indexes (default BRIEFROOM_DATA_DIR or ~/.local/share/briefroom)
-    runs_dir: str = "runs"  # where each run's directory is made, relative to the server's folder
-    rounds: int = 3
-    max_tokens: int | None = None
-    parallel: int = 1
-    roles_dirs: list[str] = field(default_factory=list)
+    model: str  # 'test' (deterministic, no model), 'embedded', or a model name on the endpoint
+    rounds: int
+    max_tokens: int
+    parallel: int
+    runs_dir: str  # refused: BRIEFROOM_SERVE_RUNS_DIR
+    roles_dirs: list[str]  # refused: BRIEFROOM_SERVE_ROLES_DIRS
+    data_dir: str  # refused: BRIEFROOM_DATA_DIR
+
+
+def _refused(setting: str) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        if value not in (None, [], ""):
+            raise ValueError(f"the server decides this (its operator sets {setting}); a client cannot")
+        return None
+    return check
+
+
+def _model_name(value: Any) -> Any:
+    # A `.gguf` name is a file the embedded server would load from the server's disk.
+    if isinstance(value, str) and (value.lower().endswith(".gguf") or not _MODEL_NAME.fullmatch(value)):
+        raise ValueError("a model name ('test', 'embedded' or a model on the endpoint), not a path or file")
+    return value
+
+
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}")
+
+
+class ServeOptions(BaseModel):
+    """A run's context, checked. Keys the server mirrors into it (thread_id, ...) are
+    ignored; the server itself drops keys `ServeContext` does not list."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    model: Annotated[str | None, Strict(), BeforeValidator(_model_name)] = None
+    rounds: Annotated[int, Strict(), Field(ge=1, le=20)] = 3  # the CLI's bounds
+    max_tokens: Annotated[int | None, Strict(), Field(ge=1000)] = None
+    parallel: Annotated[int, Strict(), Field(ge=1, le=8)] = 1
+    runs_dir: Annotated[None, BeforeValidator(_refused(RUNS_DIR_ENV))] = None
+    roles_dirs: Annotated[None, BeforeValidator(_refused(ROLES_DIRS_ENV))] = None
+    data_dir: Annotated[None, BeforeValidator(_refused("BRIEFROOM_DATA_DIR"))] = None
+
+
+def _within(path: Path, roots: tuple[Path, ...]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+def _folders(value: str | None, cwd: Path) -> tuple[Path, ...]:
+    return tuple((cwd / Path(p).expanduser()).resolve() for p in (value or "").split(os.pathsep) if p.strip())
+
+
+@dataclass(frozen=True)
+class ServePolicy:
+    """What served runs may touch, set by the server's operator (all paths resolved)."""
+
+    corpora: tuple[Path, ...]
+    runs_dir: Path
+    roles_dirs: tuple[Path, ...] = ()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> ServePolicy:
+        env = os.environ if env is None else env
+        cwd = cwd or Path.cwd()
+        policy = cls(corpora=_folders(env.get(CORPORA_ENV), cwd),
+                     runs_dir=(cwd / Path(env.get(RUNS_DIR_ENV) or "runs").expanduser()).resolve(),
+                     roles_dirs=_folders(env.get(ROLES_DIRS_ENV), cwd))
+        # An operator's typo should stop the server at start, not each run later.
+        for name, folders in ((CORPORA_ENV, policy.corpora), (ROLES_DIRS_ENV, policy.roles_dirs)):
+            missing = [str(f) for f in folders if not f.is_dir()]
+            if missing:
+                raise ConfigError(f"{name}: not a folder: {', '.join(missing)}")
+        return policy
+
+    def corpus_folder(self, asked: Path) -> Path:
+        """The folder a client named, resolved, or a ConfigError if it lies outside the
+        allow-list. Nothing outside it is touched, not even to see whether it exists."""
+        if not self.corpora:
+            raise ConfigError(f"this server reads no corpus folders (its operator sets {CORPORA_ENV})")
+        # `..` first, on the text alone: a folder outside is refused before any disk access
+        lexical = Path(os.path.normpath(self.corpora[0] / asked.expanduser()))
+        if not _within(lexical, self.corpora):
+            raise ConfigError(f"corpus folder outside the folders this server may read: {asked}")
+        folder = lexical.resolve()  # then symlinks, which may lead anywhere
+        if not _within(folder, self.corpora):
+            raise ConfigError(f"corpus folder leads outside the folders this server may read: {asked}")
+        if not folder.is_dir():
+            raise ConfigError(f"corpus folder not found on the server: {asked}")
+        self._no_links_out(folder, asked)
+        return folder
+
+    def _no_links_out(self, folder: Path, asked: Path) -> None:
+        # The corpus loader opens every file under the folder and follows a file's
+        # symlink: a link to /etc/passwd would be read and quoted to the client.
+        for parent, dirs, files in os.walk(folder):  # does not descend into linked folders
+            for name in dirs + files:
+                path = Path(parent, name)
+                if path.is_symlink() and not _within(path.resolve(), self.corpora):
+                    raise ConfigError(f"corpus folder {asked} holds a link leading outside the folders this "
+                                      f"server may read: {path.relative_to(folder)}")
+
+
+@functools.cache
+def server_policy() -> ServePolicy:
+    """The policy from the environment the server started with, read once."""
+    return ServePolicy.from_env()
 
 
 class ResearchInput(TypedDict, total=False):
     question: str
-    corpus: list[str]  # folders on the server's machine
+    corpus: list[str]  # folders on the server's machine, inside BRIEFROOM_SERVE_CORPORA
     constraints: list[str]
     acceptance_criteria: list[str]
 
@@ -74,29 +215,78 @@ class ServeState(ResearchInput, ResearchOutput):
 
 
 class RunFailed(ValueError):
-    """A run that stopped with one of briefroom's errors (a missing corpus folder, a dead
-    endpoint, the token budget). The server shows a client the message of a ValueError,
-    and only "An internal error occurred" for an exception type it does not know."""
+    """A run that did not start or did not finish, with its reason in one line. The
+    server shows a client the message of a ValueError, and only "An internal error
+    occurred" for an exception type it does not know."""
 
 
-def research(state: ServeState, runtime: Runtime[ServeContext]) -> ResearchOutput:
-    """One research run: set up as `briefroom research` does, the research graph run as
-    a subgraph with its `RunContext`, the report files written to the run directory."""
-    from briefroom.errors import BriefroomError
+@dataclass(frozen=True)
+class CheckedRun:
+    """A served run's input and options once they passed every check."""
 
+    ask: RunInput
+    corpus: list[Path]  # resolved, inside the policy's corpora
+    options: ServeOptions
+
+
+def check_run(state: Mapping[str, Any], context: Any, policy: ServePolicy) -> CheckedRun:
+    """The run a client asked for, or a ConfigError saying in one line why not."""
+    fields = {key: state[key] for key in ResearchInput.__annotations__ if key in state}
     try:
-        return _research(state, runtime)
-    except BriefroomError as exc:  # its message is written for the user (and redacted)
-        raise RunFailed(f"{type(exc).__name__}: {exc}") from exc
+        ask = RunInput.model_validate(fields)
+        options = ServeOptions.model_validate(context if context is not None else {})
+    except ValidationError as exc:
+        raise ConfigError(f"invalid run: {one_line(exc)}") from None
+    if not ask.corpus:
+        raise ConfigError("no corpus: give 'corpus', a list of folders on the server's machine")
+    return CheckedRun(ask, [policy.corpus_folder(p) for p in ask.corpus], options)
 
 
-def _research(state: ServeState, runtime: Runtime[ServeContext]) -> ResearchOutput:
+def _reason(exc: BaseException) -> str:
+    from briefroom.protocol.redaction import redact_text
+
+    text = " ".join(str(exc).split())  # one line, whatever the exception's message held
+    return redact_text(text if isinstance(exc, BriefroomError) else f"{type(exc).__name__}: {text}")[:MAX_ERROR_CHARS]
+
+
+class ServedNode(Protocol):
+    def __call__(self, state: ServeState, *, runtime: Runtime[ServeContext]) -> ResearchOutput: ...
+
+
+def research_node(policy: ServePolicy) -> ServedNode:
+    def research(state: ServeState, *, runtime: Runtime[ServeContext]) -> ResearchOutput:
+        """One research run: set up as `briefroom research` does, the research graph run
+        as a subgraph with its `RunContext`, the report files written to the run directory."""
+        try:
+            return _research(check_run(state, runtime.context, policy), policy)
+        except GraphBubbleUp:  # LangGraph's own control flow (interrupts), not a failure
+            raise
+        except Exception as exc:  # every failure reaches the client with its reason
+            raise RunFailed(_reason(exc)) from exc
+    return research
+
+
+def _record_failure(exc: BaseException, log: Any, run_dir: Path, record: Any) -> None:
+    """The failure written where `briefroom inspect` and `runs show` look. Each write is
+    tried on its own: one that fails must neither hide the run's error nor stop the other."""
+    from briefroom import runs
+    from briefroom.protocol.redaction import redact_text
+
+    if log is not None:
+        with contextlib.suppress(Exception):
+            log.event("error", kind=type(exc).__name__, message=str(exc)[:MAX_ERROR_CHARS],
+                      traceback=traceback.format_exc(limit=12)[-4000:])
+    with contextlib.suppress(Exception):
+        runs.update(run_dir, record, status="failed",
+                    error=redact_text(f"{type(exc).__name__}: {exc}")[:MAX_ERROR_CHARS])
+
+
+def _research(run: CheckedRun, policy: ServePolicy) -> ResearchOutput:
     # Imported here: the server loads this module at start, and these take seconds.
     from briefroom import runs
     from briefroom.agents.registry import bus_for, discover
     from briefroom.agents.run_context import Compaction, RunContext
     from briefroom.config import Settings
-    from briefroom.errors import ConfigError
     from briefroom.graph.builder import build_graph
     from briefroom.graph.summary import SUMMARIZER
     from briefroom.memory.store import memory_tool
@@ -111,7 +301,6 @@ def _research(state: ServeState, runtime: Runtime[ServeContext]) -> ResearchOutp
         _finish,
         _index_corpus,
         _model_pool,
-        clean_question,
         default_run_dir,
         initial_state,
         make_charter,
@@ -119,28 +308,21 @@ def _research(state: ServeState, runtime: Runtime[ServeContext]) -> ResearchOutp
     )
     from briefroom.runlog import RunLog
 
-    options = runtime.context if isinstance(runtime.context, ServeContext) else ServeContext()
-    question = clean_question(str(state.get("question") or ""))  # the same checks as a CLI run
-    corpus = [Path(p).expanduser() for p in state.get("corpus") or []]
-    if not corpus:
-        raise ConfigError("no corpus: give 'corpus', a list of folders on the server's machine")
-    for folder in corpus:
-        if not folder.is_dir():
-            raise ConfigError(f"corpus folder not found on the server: {folder}")
-    settings = Settings.from_env(model=options.model, data_dir=options.data_dir, rounds=options.rounds,
-                                 max_tokens=options.max_tokens, parallel=options.parallel, memory=False)
-    request = ResearchRequest(question=question, corpus=corpus, constraints=list(state.get("constraints") or []),
-                              acceptance_criteria=list(state.get("acceptance_criteria") or []),
-                              roles_dirs=[Path(p) for p in options.roles_dirs])
-    # the server's runs may start in the same second with the same question
-    run_dir = Path(options.runs_dir) / f"{default_run_dir(question).name}-{uuid.uuid4().hex[:6]}"
+    question, corpus, options = run.ask.question, run.corpus, run.options
+    settings = Settings.from_env(model=options.model, rounds=options.rounds, max_tokens=options.max_tokens,
+                                 parallel=options.parallel, memory=False)
+    request = ResearchRequest(question=question, corpus=corpus, constraints=list(run.ask.constraints),
+                              acceptance_criteria=list(run.ask.acceptance_criteria),
+                              roles_dirs=list(policy.roles_dirs))
+    # the server names the run: its runs may start in the same second with the same question
+    run_dir = policy.runs_dir / f"{default_run_dir(question).name}-{uuid.uuid4().hex[:6]}"
     run_dir.mkdir(parents=True)
     request.out = run_dir
     roles = discover(request.roles_dirs)
     bus = bus_for(roles)
-    record = runs.RunRecord(question=question, corpus=[str(p.resolve()) for p in corpus],
+    record = runs.RunRecord(question=question, corpus=[str(p) for p in corpus],
                             constraints=request.constraints, acceptance_criteria=request.acceptance_criteria,
-                            roles_dirs=[str(p.resolve()) for p in request.roles_dirs],
+                            roles_dirs=[str(p) for p in request.roles_dirs],
                             settings=runs.settings_for_record(settings), thread_id=run_dir.name)
     runs.save(run_dir, record)
     write = get_stream_writer()
@@ -192,28 +374,35 @@ def _research(state: ServeState, runtime: Runtime[ServeContext]) -> ResearchOutp
             result = _finish(run_dir, record, final, ctx, None, None, log, pool, request, settings, None)
             runs.update(run_dir, record, status="done", round=int(final.get("round", 1)))
         except BaseException as exc:
-            if log is not None:
-                log.event("error", kind=type(exc).__name__, message=str(exc)[:1000])
-            runs.update(run_dir, record, status="failed", error=redact_text(f"{type(exc).__name__}: {exc}")[:1000])
+            _record_failure(exc, log, run_dir, record)
             raise
     report = final["report"]
     return ResearchOutput(report=redact_text(report.markdown), accepted=report.accepted,
                           cited=list(report.cited_sources),
                           sources={sid: rec.model_dump(mode="json") for sid, rec in final.get("sources", {}).items()},
                           rounds=int(final.get("round", 1)), tokens_used=result.tokens_used,
-                          run_dir=str(run_dir.resolve()))
+                          run_dir=str(run_dir))
 
 
-def build_served_graph():
+ServedGraph = CompiledStateGraph[ServeState, ServeContext, ResearchInput, ResearchOutput]
+
+
+def build_served_graph(policy: ServePolicy) -> ServedGraph:
     graph = StateGraph(ServeState, context_schema=ServeContext, input_schema=ResearchInput,
                        output_schema=ResearchOutput)
-    graph.add_node("research", research)
+    graph.add_node("research", research_node(policy))
     graph.add_edge(START, "research")
     graph.add_edge("research", END)
     return graph.compile(name=GRAPH_ID)
 
 
-def make_graph():
-    """The graph factory `langgraph.json` names: cheap (no model, no index), so the
-    server may call it for every request."""
-    return build_served_graph()
+def make_graph() -> ServedGraph:
+    """The graph factory `langgraph.json` names: cheap (no model, no index, no disk), so
+    the server may call it for every request, inside its event loop."""
+    return build_served_graph(server_policy())
+
+
+# Read when the server imports this module, at its start: an operator's mistake stops
+# it there, and the factory above touches no disk later (the server refuses blocking
+# calls in its event loop).
+server_policy()

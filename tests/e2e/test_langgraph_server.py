@@ -1,7 +1,13 @@
 """`langgraph dev` serves the research graph: a real server process on loopback, driven
 with langgraph-sdk, the test model answering. The server must need no network: a
 guard loaded into its process (sitecustomize) refuses and records every connection
-and name lookup that is not loopback, and the test fails if there was any."""
+and name lookup that is not loopback, and the test fails if there was any.
+
+Its clients are hostile: they name role files planted to write a marker, run
+directories with `../`, corpora outside the server's allow-list, inputs of the wrong
+type, and call from another origin. The same guard's audit hook records every file the
+server opens, lists, creates, imports or executes under the planted folder (outside the
+allow-lists), and the last test counts them: there must be none."""
 
 from __future__ import annotations
 
@@ -75,6 +81,55 @@ def getaddrinfo(host, *args, **kwargs):
 
 
 socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = connect, connect_ex, getaddrinfo
+
+# Every file event under the folder no client may reach: opened, listed, made, moved,
+# removed, imported or executed. stat() raises no audit event, and needs none: it reads
+# no file's content. The server patches blocking calls (blockbuster) after this runs, so
+# the hook keeps its own references to the functions it needs.
+import sys
+
+_OUTSIDE = os.environ["BRIEFROOM_TEST_OUTSIDE"]
+_FS_LOG = os.environ["BRIEFROOM_TEST_FS_LOG"]
+_CWD = os.getcwd()
+_os_open, _os_write, _os_close, _fsdecode = os.open, os.write, os.close, os.fsdecode
+_join, _isabs, _normpath = os.path.join, os.path.isabs, os.path.normpath
+_WATCHED = frozenset({"open", "os.listdir", "os.scandir", "os.mkdir", "os.rename", "os.replace", "os.remove",
+                      "os.rmdir", "os.symlink", "os.link", "os.chmod", "os.chown", "os.utime", "os.truncate",
+                      "shutil.copyfile", "shutil.rmtree", "import", "subprocess.Popen", "os.exec",
+                      "os.posix_spawn", "os.spawn", "os.system"})
+_busy = False
+
+
+def _paths(value):
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _paths(item)
+    elif isinstance(value, (str, bytes, os.PathLike)):
+        try:
+            text = _fsdecode(value)
+        except (TypeError, ValueError):
+            return
+        yield _normpath(text if _isabs(text) else _join(_CWD, text))
+
+
+def _audit(event, args):
+    global _busy
+    if event not in _WATCHED or _busy:
+        return
+    touched = [p for p in _paths(args) if p == _OUTSIDE or p.startswith(_OUTSIDE + os.sep)]
+    if touched:
+        _busy = True  # writing the log is itself an "open" event
+        try:
+            fd = _os_open(_FS_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                _os_write(fd, f"{event} {touched[0]}\n".encode())
+            finally:
+                _os_close(fd)
+        finally:
+            _busy = False
+
+
+sys.addaudithook(_audit)
 '''
 
 
@@ -93,12 +148,16 @@ def answers(url: str) -> bool:
 
 
 class Server:
-    """`langgraph dev` in its own folder and process group, stopped by `stop`."""
+    """`langgraph dev` in its own folder and process group, stopped by `stop`; `env`
+    adds to the environment it starts with (the operator's allow-lists)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, outside: Path, env: dict[str, str]):
         self.folder = folder
+        self.outside = outside
+        self.env = env
         self.log = folder / "server.log"
         self.net_log = folder / "network-attempts.log"
+        self.fs_log = folder / "outside-touched.log"
         self.proc: subprocess.Popen | None = None
         self.url = ""
         self.start_seconds = 0.0
@@ -116,7 +175,8 @@ class Server:
         port = free_port()
         env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "PYTHONUNBUFFERED": "1", "NO_COLOR": "1",
                "PYTHONPATH": os.pathsep.join([str(guard), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-               "BRIEFROOM_TEST_NET_LOG": str(self.net_log)}
+               "BRIEFROOM_TEST_NET_LOG": str(self.net_log), "BRIEFROOM_TEST_FS_LOG": str(self.fs_log),
+               "BRIEFROOM_TEST_OUTSIDE": str(self.outside), **self.env}
         started = time.monotonic()
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
@@ -150,10 +210,51 @@ class Server:
             self.proc.wait()
 
 
+MARKER_NAME = "PLANTED-CODE-RAN"
+# A role file a hostile client would have the server import: it leaves a marker.
+PLANTED_ROLE = f"""
+from pathlib import Path
+Path(__file__).with_name({MARKER_NAME!r}).write_text("the server imported a client's role file")
+"""
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """One server for this file's tests; the last test stops it and reads the guard's log."""
-    srv = Server(tmp_path_factory.mktemp("server"))
+def outside(tmp_path_factory) -> Path:
+    """What no client may reach: a secret corpus and a planted role file."""
+    folder = tmp_path_factory.mktemp("outside")
+    (folder / "secret").mkdir()
+    (folder / "secret" / "vault.md").write_text("# Vault\n\nThe vault code is 4711.\n", encoding="utf-8")
+    (folder / "roles").mkdir()
+    (folder / "roles" / "evil.py").write_text(PLANTED_ROLE, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def allowed(tmp_path_factory, outside) -> Path:
+    """BRIEFROOM_SERVE_CORPORA: the corpora the server's operator lets clients read."""
+    folder = tmp_path_factory.mktemp("corpora")
+    notes = folder / "notes"
+    notes.mkdir()
+    (notes / "market.md").write_text(
+        "# Cloud market\n\nPublic cloud spending will reach 723 billion USD in 2026. "
+        "Azure grew 31% while AWS grew 17%.\n", encoding="utf-8")
+    (notes / "storage.txt").write_text("Battery notes\n\nGrid batteries added 92 gigawatts in 2026.\n",
+                                       encoding="utf-8")
+    (folder / "unreadable").mkdir()
+    (folder / "unreadable" / "blob.bin").write_bytes(b"\x00\x01\x02\x03")
+    (folder / "way-out").symlink_to(outside / "secret", target_is_directory=True)
+    (folder / "tricky").mkdir()
+    (folder / "tricky" / "notes.md").symlink_to(outside / "secret" / "vault.md")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, outside, allowed, data_dir):
+    """One server for this file's tests; the last test stops it and reads the guard's logs."""
+    folder = tmp_path_factory.mktemp("server")
+    srv = Server(folder, outside, {"BRIEFROOM_SERVE_CORPORA": str(allowed),
+                                   "BRIEFROOM_SERVE_RUNS_DIR": str(folder / "runs"),
+                                   "BRIEFROOM_DATA_DIR": str(data_dir)})
     try:
         srv.start()
         yield srv
@@ -161,7 +262,21 @@ def server(tmp_path_factory):
         srv.stop()
 
 
-def test_langgraph_dev_serves_the_research_graph_offline(server, small_corpus, data_dir, tmp_path):
+def _stream(client, thread_id: str, input: dict, **kwargs) -> list:
+    return list(client.runs.stream(thread_id, "research", input=input, stream_mode=["updates"], **kwargs))
+
+
+def _refusal(client, input: dict, **kwargs) -> str:
+    """The one error a refused run streams; its run ends `error` and leaves no run directory."""
+    thread = client.threads.create()
+    parts = _stream(client, thread["thread_id"], input, **kwargs)
+    errors = [p.data for p in parts if p.event == "error"]
+    assert len(errors) == 1, parts
+    assert [r["status"] for r in client.runs.list(thread["thread_id"])] == ["error"]
+    return errors[0]["message"]
+
+
+def test_langgraph_dev_serves_the_research_graph_offline(server, allowed):
     from langgraph_sdk import get_sync_client
 
     print(f"\nlanggraph dev answered after {server.start_seconds:.1f} s")
@@ -170,8 +285,8 @@ def test_langgraph_dev_serves_the_research_graph_offline(server, small_corpus, d
     thread = client.threads.create()
     parts = list(client.runs.stream(
         thread["thread_id"], "research",
-        input={"question": QUESTION, "corpus": [str(small_corpus)]},
-        context={"model": "test", "data_dir": str(data_dir), "runs_dir": str(tmp_path / "runs"), "rounds": 2},
+        input={"question": QUESTION, "corpus": [str(allowed / "notes")]},
+        context={"model": "test", "rounds": 2},
         stream_mode=["updates", "custom"], stream_subgraphs=True))
     errors = [p.data for p in parts if p.event == "error"]
     assert not errors, f"the run failed: {errors}\n{server.output()[-4000:]}"
@@ -201,13 +316,14 @@ def test_langgraph_dev_serves_the_research_graph_offline(server, small_corpus, d
     assert cited_numbers <= set(mapping), (cited_numbers, mapping)
     assert [mapping[n] for n in sorted(mapping, key=int)] == values["cited"]
     assert set(values["cited"]) <= set(values["sources"])
-    texts = {d.source_id: d.text for d in load_corpus(small_corpus)}
+    texts = {d.source_id: d.text for d in load_corpus(allowed / "notes")}
     assert markdown_problems(report, texts) == []
     assert "723 billion USD" in report
 
-    # the run directory holds what `briefroom research` leaves: report, sources, log, run.json
+    # the run directory, named by the server under its runs dir, holds what `briefroom
+    # research` leaves: report, sources, log, run.json
     run_dir = Path(values["run_dir"])
-    assert run_dir.parent == tmp_path / "runs"
+    assert run_dir.parent == server.folder / "runs"
     assert (run_dir / "report.md").read_text(encoding="utf-8") == report
     assert json.loads((run_dir / "sources.json").read_text(encoding="utf-8"))["cited"] == values["cited"]
     assert json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["status"] == "done"
@@ -215,18 +331,105 @@ def test_langgraph_dev_serves_the_research_graph_offline(server, small_corpus, d
     assert kinds[0] == "run_start" and kinds[-1] == "run_end"
 
 
-def test_a_run_that_cannot_start_fails_with_the_reason(server, tmp_path):
+def test_a_run_that_cannot_start_fails_with_the_reason(server, allowed):
     from langgraph_sdk import get_sync_client
 
     client = get_sync_client(url=server.url)
+    message = _refusal(client, {"question": QUESTION, "corpus": [str(allowed / "missing")]},
+                       context={"model": "test"})
+    assert "corpus folder not found on the server" in message, message
+
+
+def test_a_run_that_fails_ends_with_its_error_in_the_log_and_the_reason_at_the_client(server):
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=server.url)
+    before = set((server.folder / "runs").iterdir())
     thread = client.threads.create()
-    parts = list(client.runs.stream(thread["thread_id"], "research",
-                                    input={"question": QUESTION, "corpus": [str(tmp_path / "missing")]},
-                                    context={"model": "test", "runs_dir": str(tmp_path / "runs")},
-                                    stream_mode=["updates"]))
+    parts = _stream(client, thread["thread_id"], {"question": QUESTION, "corpus": ["unreadable"]},
+                    context={"model": "test"})
     errors = [p.data for p in parts if p.event == "error"]
-    assert len(errors) == 1 and "corpus folder not found on the server" in json.dumps(errors[0]), parts
+    assert len(errors) == 1 and errors[0]["message"].startswith("no readable documents"), parts
     assert [r["status"] for r in client.runs.list(thread["thread_id"])] == ["error"]
+    [run_dir] = set((server.folder / "runs").iterdir()) - before
+    assert json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["status"] == "failed"
+    events = [json.loads(line) for line in (run_dir / "run.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert events[-1]["event"] == "error" and events[-1]["message"].startswith("no readable documents"), events
+    assert events[-1]["traceback"]
+
+
+@pytest.mark.parametrize("input, expected", [
+    ({"question": 12345, "corpus": ["notes"]}, "invalid run: question: Input should be a valid string"),
+    ({"question": QUESTION, "corpus": "/a/b"}, "invalid run: corpus: Input should be a valid list"),
+    ({"question": QUESTION, "corpus": [1, 2]}, "invalid run: corpus.0: a corpus folder is a path as text, not int"),
+    ({"question": "", "corpus": ["notes"]}, "invalid run: question: the question is empty"),
+    ({"question": QUESTION}, "no corpus: give 'corpus'"),
+])
+def test_inputs_of_the_wrong_type_are_refused_in_one_line(server, input, expected):
+    from langgraph_sdk import get_sync_client
+
+    message = _refusal(get_sync_client(url=server.url), input, context={"model": "test"})
+    assert message.startswith(expected) and "\n" not in message, message
+
+
+def test_a_client_names_no_role_files_run_directory_or_data_directory(server, outside):
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=server.url)
+    ask = {"question": QUESTION, "corpus": ["notes"]}
+    roles = str(outside / "roles")
+    assert "roles_dirs: the server decides this" in _refusal(client, ask, context={"roles_dirs": [roles]})
+    # the server mirrors a run's configurable into its context: no way round it there
+    assert "roles_dirs: the server decides this" in _refusal(
+        client, ask, config={"configurable": {"model": "test", "roles_dirs": [roles]}})
+    assert "runs_dir: the server decides this" in _refusal(
+        client, ask, context={"model": "test", "runs_dir": f"../../{outside.name}"})
+    assert "data_dir: the server decides this" in _refusal(client, ask, context={"data_dir": str(outside)})
+    assert "model: a model name" in _refusal(client, ask, context={"model": str(outside / "roles" / "x.gguf")})
+    assert not (outside / "roles" / MARKER_NAME).exists()
+
+
+@pytest.mark.parametrize("corpus", ["{outside}/secret", "../{outside_name}/secret", "notes/../../{outside_name}",
+                                    "way-out", "tricky"])
+def test_a_corpus_outside_the_allow_list_is_refused(server, outside, corpus):
+    from langgraph_sdk import get_sync_client
+
+    folder = corpus.format(outside=outside, outside_name=outside.name)
+    message = _refusal(get_sync_client(url=server.url), {"question": QUESTION, "corpus": [folder]},
+                       context={"model": "test"})
+    assert "outside the folders this server may read" in message, message
+    assert "4711" not in message
+
+
+def _headers(request: urllib.request.Request) -> dict[str, str]:
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return {k.lower(): v for k, v in response.headers.items()}
+    except urllib.error.HTTPError as refused:  # a refused preflight is an answer too
+        return {k.lower(): v for k, v in refused.headers.items()}
+
+
+def test_a_web_page_on_another_origin_may_not_read_the_answers(server):
+    origin = "https://evil.example"
+    simple = _headers(urllib.request.Request(f"{server.url}/assistants/search", data=b"{}", method="POST",
+                                             headers={"Origin": origin, "Content-Type": "application/json"}))
+    preflight = _headers(urllib.request.Request(
+        f"{server.url}/threads", method="OPTIONS",
+        headers={"Origin": origin, "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "content-type"}))
+    for headers in (simple, preflight):
+        assert "access-control-allow-origin" not in headers, headers
+        assert "access-control-allow-credentials" not in headers, headers
+
+
+def test_the_server_touched_nothing_outside_its_allow_lists(server, outside):
+    server.stop()
+    assert server.proc is not None and server.proc.poll() is not None
+    touched = server.fs_log.read_text(encoding="utf-8").splitlines() if server.fs_log.exists() else []
+    print(f"\nfiles read, written or executed outside the allow-lists: {len(touched)}")
+    assert touched == [], touched
+    assert not (outside / "roles" / MARKER_NAME).exists()
+    assert sorted(p.name for p in outside.rglob("*")) == ["evil.py", "roles", "secret", "vault.md"]
 
 
 def test_the_server_reached_nothing_but_loopback(server):
