@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn, passage_items
+from briefroom.agents.tool_loop import stop_if_a_tool_broke
 from briefroom.graph.reducers import merge_sources
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.extraction import content_words, extract_facts
@@ -20,6 +21,7 @@ from briefroom.protocol.tools import (
     LocalSearchArgs,
     LocalSearchResult,
     ReadSourceResult,
+    ToolOutcome,
     run_tool,
 )
 from briefroom.records import Passage, SourceRecord
@@ -87,9 +89,10 @@ def _records(outcomes) -> list[SourceRecord]:
     return list(records.values())
 
 
-def search(turn: Turn, instruction: AgentMessage, task_id: str | None) -> list[AgentMessage]:
+def search(turn: Turn, instruction: AgentMessage, task_id: str | None,
+           calls: list[ToolOutcome]) -> list[AgentMessage]:
     """Search for one instruction's (or question's) text and publish what answers it;
-    returns the conclusions published."""
+    returns the conclusions published. Every tool call made goes to `calls`."""
     question = instruction.body.content
     first = len(turn.published)
     outcomes = turn.use_tools("Find passages in the corpus that answer the question below.\n"
@@ -102,6 +105,7 @@ def search(turn: Turn, instruction: AgentMessage, task_id: str | None) -> list[A
         turn.ctx.log.event("fallback", agent="searcher", round=turn.round, reason="no successful local_search")
         outcomes.append(run_tool(turn.ctx.tools["local_search"], f"fallback-{instruction.msg_id}",
                                  LocalSearchArgs(query=question[:400]).model_dump()))
+    calls += outcomes
     records = _records(outcomes)
     turn.add_sources(records)
     for outcome in outcomes:
@@ -174,17 +178,21 @@ def answer(turn: Turn, question: AgentMessage, found: list[AgentMessage]) -> Non
 
 
 def step(turn: Turn) -> None:
+    calls: list[ToolOutcome] = []
     for instruction in turn.unread_of(MsgType.INSTRUCTION)[:MAX_INSTRUCTIONS_PER_TURN]:
         if turn.finishing:
             turn.note(f"skipped (token budget nearly spent): {instruction.body.content}")
             break
-        search(turn, instruction, turn.task(instruction).get("task_id"))
+        search(turn, instruction, turn.task(instruction).get("task_id"), calls)
     for question in turn.unread_of(MsgType.QUESTION)[:MAX_INSTRUCTIONS_PER_TURN]:
         if turn.finishing:
             turn.reply(question, MsgType.ANSWER, "Not searched: the run's token budget is nearly spent.",
                        payload=Answer(question=question.body.content, answered=False))
             continue
-        answer(turn, question, search(turn, question, question.payload_as(Question).task_id))
+        answer(turn, question, search(turn, question, question.payload_as(Question).task_id, calls))
+    # Conclusions resting on a tool that never worked would read as "the corpus does not
+    # say": the run stops with the tool's error instead (resumable once it is fixed).
+    stop_if_a_tool_broke(calls, turn.ctx.tools, f"{turn.worker}'s turn in round {turn.round}")
 
 
 ROLE = Role(

@@ -1,9 +1,19 @@
 """A role's tool conversation: the model calls tools, every result goes back through
 the envelope (trimmed, redacted, offloaded, wrapped as data), bad arguments get a
-bounded correction, and the loop stops at the role's budget or the run's."""
+bounded correction, and the loop stops at the role's budget or the run's.
+
+A tool that broke on every call of a turn (`broken_tools`) is an error of the run, not
+an empty result: a report that says "no verified answer" because a module is missing
+would hide the bug. What a model caused (arguments that do not match, an id that does
+not exist) and what the world answered (a 404, a site that is down) stay tool results
+the model reads.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
@@ -11,11 +21,11 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from briefroom.agents.model_calls import check_run_budget
 from briefroom.agents.run_context import RunContext
 from briefroom.agents.structured import MAX_CONTRACT_RETRIES
-from briefroom.errors import ConfigError
+from briefroom.errors import ConfigError, EngineeringFailure
 from briefroom.protocol.calls import normalize_calls, run_calls
 from briefroom.protocol.envelope import envelope
 from briefroom.protocol.prompt_assembly import mark_data
-from briefroom.protocol.tools import ToolOutcome, run_tool
+from briefroom.protocol.tools import Tool, ToolOutcome, run_tool
 
 if TYPE_CHECKING:
     from briefroom.agents.base import Turn
@@ -104,3 +114,59 @@ def _run_call(ctx: RunContext, tools: dict[str, Any], call: dict, task: str) -> 
                            {"error": "contract_error", "tool": call["name"],
                             "message": f"no tool named {call['name']!r}; the tools are {', '.join(tools)}"})
     return run_tool(tool, call["id"], call["args"], tools=ctx.tools, task=task)
+
+
+# How `protocol/tools.py` words a failure of the tool itself, as opposed to a failure the
+# tool reports on purpose: an exception its code raised ("ImportError: …"), a hang
+# past its timeout, a result that is not its result model.
+_CRASH = re.compile(r"^[A-Z][A-Za-z0-9_]*: ")
+
+
+def tool_broke(outcome: ToolOutcome, tool: Tool | None) -> bool:
+    """Whether this call failed because the tool (or its backend) is broken.
+
+    Counted: the tool's code raised, hung past its timeout or returned something that is
+    not its result, or a failure it calls transient (an index that failed) lasted
+    through its retries. Not counted: a contract error (the model's arguments) and a
+    definite answer the tool gives on purpose (no such source, HTTP 404, robots.txt),
+    which say something about the call's arguments, not about the tool."""
+    error = outcome.error
+    if not error or error.get("error") != "engineering_failure":
+        return False
+    message = str(error.get("message", ""))
+    if _CRASH.match(message) or message.startswith((f"{outcome.tool} timed out after ", f"{outcome.tool} returned ")):
+        return True
+    # a definite answer is given once; only a transient failure is tried again
+    return tool is not None and tool.retries > 0 and outcome.attempts > tool.retries
+
+
+@dataclass(frozen=True)
+class BrokenTool:
+    """A tool every call of which broke, in one turn."""
+
+    tool: str
+    calls: int
+    error: str  # the last call's message
+
+    def reason(self, where: str) -> str:
+        """One line for the user: which tool, how often, and its error."""
+        error = " ".join(self.error.split())[:300]
+        return f"tool {self.tool} failed on every call ({self.calls}) of {where}: {error}"
+
+
+def broken_tools(outcomes: Sequence[ToolOutcome], tools: Mapping[str, Tool]) -> list[BrokenTool]:
+    """The tools that were called in `outcomes` (fallbacks included) and broke on every call."""
+    calls: dict[str, list[ToolOutcome]] = {}
+    for outcome in outcomes:
+        for done in outcome.outcomes():
+            calls.setdefault(done.tool, []).append(done)
+    return [BrokenTool(name, len(made), str((made[-1].error or {}).get("message", "")))
+            for name, made in calls.items() if all(tool_broke(o, tools.get(name)) for o in made)]
+
+
+def stop_if_a_tool_broke(outcomes: Sequence[ToolOutcome], tools: Mapping[str, Tool], where: str) -> None:
+    """Raise EngineeringFailure (the run stops, checkpointed, exit 1) for the first tool
+    that broke on every call in `outcomes`."""
+    broken = broken_tools(outcomes, tools)
+    if broken:
+        raise EngineeringFailure(broken[0].reason(where), tool=broken[0].tool)
