@@ -36,8 +36,12 @@ a message naming the server's setting. Inputs are checked by `run_request.RunInp
 the CLI's checks; a refusal is one line.
 
 Browsers: `langgraph.json` turns CORS off (`http.cors.allow_origins` is empty), so a
-web page open while the server runs cannot read its answers. To let LangGraph Studio
-in, start the server with `CORS_CONFIG='{"allow_origins": ["https://smith.langchain.com"]}'`.
+web page open while the server runs cannot read its answers; and `http_app`, mounted
+there as `http.app`, refuses (403) any request a browser sends from another origin, so
+such a page cannot start runs blind either (a form or a `text/plain` POST needs no CORS
+preflight). To let LangGraph Studio in, start the server with
+`BRIEFROOM_SERVE_ORIGINS=https://smith.langchain.com` (origins, comma-separated) and
+`CORS_CONFIG='{"allow_origins": ["https://smith.langchain.com"]}'`.
 
 Because the research graph runs as a subgraph, a client streaming with
 `subgraphs=True` sees every role's node update (`planner`, `searcher`, `critic`,
@@ -79,6 +83,7 @@ GRAPH_ID = "research"
 CORPORA_ENV = "BRIEFROOM_SERVE_CORPORA"
 RUNS_DIR_ENV = "BRIEFROOM_SERVE_RUNS_DIR"
 ROLES_DIRS_ENV = "BRIEFROOM_SERVE_ROLES_DIRS"
+ORIGINS_ENV = "BRIEFROOM_SERVE_ORIGINS"
 MAX_ERROR_CHARS = 1000
 
 
@@ -402,7 +407,57 @@ def make_graph() -> ServedGraph:
     return build_served_graph(server_policy())
 
 
+class SameOriginOnly:
+    """ASGI middleware: a request that carries an `Origin` (browsers add it to every
+    cross-origin request that can change anything) is served only if that origin is the
+    server's own or one the operator allows; others get 403 before any route runs."""
+
+    def __init__(self, app: Any, allowed: frozenset[str] | None = None):
+        self.app = app
+        self.allowed = allowed if allowed is not None else frozenset(
+            o.strip().rstrip("/") for o in os.environ.get(ORIGINS_ENV, "").split(",") if o.strip())
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            origin = headers.get("origin")
+            if origin is not None and not self._may(origin, headers.get("host", "")):
+                await _refuse_origin(send, origin)
+                return
+        await self.app(scope, receive, send)
+
+    def _may(self, origin: str, host: str) -> bool:
+        own = origin.split("://", 1)[-1] == host  # the server's own pages (/docs)
+        return own or origin.rstrip("/") in self.allowed
+
+
+async def _refuse_origin(send: Any, origin: str) -> None:
+    import json
+
+    body = json.dumps({"detail": f"requests from origin {origin[:100]} are refused (the server's operator "
+                                 f"allows origins with {ORIGINS_ENV})"}).encode()
+    await send({"type": "http.response.start", "status": 403,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _http_app() -> Any:
+    # Starlette comes with the LangGraph API server; imported here, as only the server needs it.
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+
+    return Starlette(middleware=[Middleware(SameOriginOnly)])
+
+
 # Read when the server imports this module, at its start: an operator's mistake stops
 # it there, and the factory above touches no disk later (the server refuses blocking
 # calls in its event loop).
 server_policy()
+
+def __getattr__(name: str) -> Any:
+    # `http_app`, the `http.app` langgraph.json names: no routes of its own, only the
+    # origin check, which the server runs before its own middleware on every route.
+    # Built on first use, so this module imports without the server's packages.
+    if name == "http_app":
+        return _http_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

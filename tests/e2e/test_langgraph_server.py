@@ -422,6 +422,34 @@ def test_a_web_page_on_another_origin_may_not_read_the_answers(server):
         assert "access-control-allow-credentials" not in headers, headers
 
 
+def _status(request: urllib.request.Request) -> int:
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
+def test_a_web_page_on_another_origin_cannot_start_a_run_blind(server):
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=server.url)
+    threads = len(client.threads.search(limit=1000))
+    # A form or a text/plain POST needs no CORS preflight: the browser sends it as is.
+    run = json.dumps({"assistant_id": "research", "input": {"question": QUESTION, "corpus": ["notes"]},
+                      "context": {"model": "test"}}).encode()
+    for path, body in (("/threads", b"{}"), ("/runs/wait", run)):
+        forged = urllib.request.Request(f"{server.url}{path}", data=body, method="POST",
+                                        headers={"Origin": "https://evil.example", "Content-Type": "text/plain"})
+        assert _status(forged) == 403, path
+    assert len(client.threads.search(limit=1000)) == threads
+    # the server's own pages (its /docs) send their own origin
+    own = urllib.request.Request(f"{server.url}/threads", data=b"{}", method="POST",
+                                 headers={"Origin": server.url, "Content-Type": "application/json"})
+    assert _status(own) == 200
+    assert len(client.threads.search(limit=1000)) == threads + 1
+
+
 def test_the_server_touched_nothing_outside_its_allow_lists(server, outside):
     server.stop()
     assert server.proc is not None and server.proc.poll() is not None
