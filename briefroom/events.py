@@ -505,18 +505,25 @@ class LogReadError(ConfigError):
         super().__init__(shown + more)
 
 
-def read_events(path: Path, *, on_bad_line: Callable[[BadLine], None] | None = None) -> list[Event]:
+TORN_LINE = "cut short mid-write (no newline at its end: the run was killed or crashed while writing it)"
+
+
+def read_events(path: Path, *, on_bad_line: Callable[[BadLine], None] | None = None,
+                on_torn_line: Callable[[BadLine], None] | None = None) -> list[Event]:
     """Every event of a run log, in order.
 
     A last line without its newline is what a kill cut short mid-write (every event
-    ends with one): it is not an event and is left out, silently. Any other line that is
-    not JSON, or not a valid event, is a bad line: with `on_bad_line` each goes to it and
-    the valid events are returned; without, `LogReadError` names each with its line
-    number (and carries the valid events)."""
+    ends with one): it is not an event and is left out, and goes to `on_torn_line` if
+    given (a reader that shows the log says so; a resume sets it aside anyway). Any
+    other line that is not JSON, or not a valid event, is a bad line: with `on_bad_line`
+    each goes to it and the valid events are returned; without, `LogReadError` names
+    each with its line number (and carries the valid events)."""
     text = path.read_text(encoding="utf-8", errors="replace")
     lines = text.split("\n")
     if not text.endswith("\n"):
-        lines.pop()  # the torn last line (or the empty remainder of an empty file)
+        torn = lines.pop()  # the torn last line (or the empty remainder of an empty file)
+        if torn.strip() and on_torn_line is not None:
+            on_torn_line(BadLine(len(lines) + 1, TORN_LINE, torn))
     events: list[Event] = []
     bad: list[BadLine] = []
     for n, line in enumerate(lines, start=1):

@@ -3,6 +3,12 @@
 `briefroom inspect RUN_DIR` prints one row per model call (this module: the rows, the
 per-agent totals, the stacked chart); `--html FILE` writes the whole run page
 (`runpage.py`).
+
+Damaged run files, as inspect treats them: every line of run.jsonl that is not an
+event, a last line cut short mid-write included, is named on stderr (`run.jsonl:N`
+and why), the rest is shown, and the exit is 1 (`load_events`). A sources.json that is
+there but not valid stops `--html` with one line naming it, exit 1 (the page's
+citations need it); without --html inspect shows model calls only and does not read it.
 """
 
 from __future__ import annotations
@@ -26,15 +32,22 @@ COLORS = {"role": "#4e79a7", "charter": "#2f4b7c", "tools": "#76b7b2", "format":
 
 
 def load_events(run_dir: Path, on_bad_line: Callable[[BadLine], None] | None = None) -> list[Event]:
-    """The run's events; a line a kill cut short is left out. Any other bad line goes to
-    `on_bad_line` and the valid events are returned, or, without it, is a ConfigError
-    naming it (`run.jsonl:N`)."""
+    """The run's events. A bad line goes to `on_bad_line` and the valid events are
+    returned, or, without it, is a ConfigError naming it (`run.jsonl:N`).
+
+    A last line a kill cut short mid-write is left out either way; with `on_bad_line`
+    (what `briefroom inspect` passes, with or without --html) it is named there too. So
+    inspect warns on stderr with its line number, still shows every event before it, and
+    exits 1 as for any line that is not an event: a careful user wants the table and the
+    page of what was written whole, and a script must not take them for the whole run
+    (the lost line may be its last model call or its error). Readers that only count
+    (`runs show`, eval) pass nothing and are not bothered by it."""
     path = run_dir / "run.jsonl"
     if not run_dir.is_dir():
         raise ConfigError(f"run directory not found: {run_dir}")
     if not path.is_file():
         raise ConfigError(f"no run.jsonl in {run_dir}")
-    return read_events(path, on_bad_line=on_bad_line)
+    return read_events(path, on_bad_line=on_bad_line, on_torn_line=on_bad_line)
 
 
 def calls_of(events: Sequence[Event]) -> list[LlmCall]:

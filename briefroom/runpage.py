@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from briefroom.errors import ConfigError
 from briefroom.events import (
     BusMessage,
     ClaimRejected,
@@ -55,7 +54,7 @@ from briefroom.inspect import (
 )
 from briefroom.records import SourceRecord
 from briefroom.report.checks import SOURCES_HEADINGS
-from briefroom.runs import SourcesFile, load_sources
+from briefroom.runs import SOURCES_FILE, SourcesFile, load_sources
 
 PROMPT_CHARS = 4000  # per message on the page; the run log has the whole prompt
 E = html.escape
@@ -78,12 +77,14 @@ _LIST_ENTRY = re.compile(r"^\[(\d+)\]")  # an entry of the report's Sources list
 
 
 def _load_sources(run_dir: Path) -> SourcesFile:
-    """sources.json; a run that has none yet (it did not finish), or an unreadable one,
-    shows no sources."""
-    try:
-        return load_sources(run_dir)
-    except ConfigError:
+    """sources.json; a run that has none yet (it did not finish) shows no sources.
+
+    One that is there but not valid is a ConfigError naming the file and what is wrong
+    (`inspect --html` prints it as one line and exits 1): the page's citations link
+    through it, and a page that silently showed none would hide the damage."""
+    if not (run_dir / SOURCES_FILE).exists():
         return SourcesFile()
+    return load_sources(run_dir)
 
 
 def _passage_for(claim: str, source_id: str, sources: dict[str, SourceRecord]) -> str:

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from briefroom.errors import ConfigError
 from briefroom.events import (
     KINDS,
+    TORN_LINE,
     BadLine,
     BudgetStop,
     BuildChange,
@@ -194,7 +195,13 @@ def test_bad_lines_are_named_with_their_number_and_a_torn_last_line_is_not_an_ev
     assert [e.seq for e in read_events(path, on_bad_line=bad.append)] == [1, 2]
     assert [b.line for b in bad] == [2, 4]
     path.write_text(f"{good[0]}\n{torn}", encoding="utf-8")
-    assert [e.seq for e in read_events(path)] == [1]  # today's behaviour: the torn tail is left out, silently
+    assert [e.seq for e in read_events(path)] == [1]  # the torn tail is left out, silently unless asked
+    torn_lines: list[BadLine] = []
+    assert [e.seq for e in read_events(path, on_bad_line=bad.append, on_torn_line=torn_lines.append)] == [1]
+    assert [(b.line, b.reason, b.text) for b in torn_lines] == [(2, TORN_LINE, torn)]
+    path.write_text(f"{good[0]}\n", encoding="utf-8")  # a whole log: nothing torn
+    read_events(path, on_torn_line=torn_lines.append)
+    assert len(torn_lines) == 1
 
 
 def test_a_reader_ignores_a_field_a_newer_writer_added_but_not_a_missing_one():

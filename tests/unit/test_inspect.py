@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -13,6 +15,7 @@ from briefroom.config import Settings
 from briefroom.errors import ConfigError
 from briefroom.events import LlmCall, RunStart, read_events
 from briefroom.run import ResearchRequest, run_research
+from tests.conftest import REPO
 
 runner = CliRunner()
 START = json.dumps(RunStart(seq=1, question="q", rounds=1, roles=["planner"], corpus=["c"]).record())
@@ -77,3 +80,35 @@ def test_the_run_page_links_citations_through_sources_json_not_the_report_text(t
     assert '<a class="cite" href="#source-S2" title="Doc two">[2]</a>' in page  # S2 has no passage to land on
     assert '<a class="cite" href="#missing-3">[3]</a>' in page  # the report has two citations, not three
     assert '<a class="source-ref" href="#source-S1">[1]</a>' in page and "#missing-2" not in page
+
+
+def test_a_torn_last_line_is_named_on_stderr_and_everything_before_it_is_shown(tmp_path):
+    (tmp_path / "run.jsonl").write_text(START + '\n{"event": "llm_call", "seq": 2, "age')  # killed mid-write
+    result = runner.invoke(app, ["inspect", str(tmp_path)])
+    assert result.exit_code == 1
+    assert f"{tmp_path / 'run.jsonl'}:2: cut short mid-write" in result.stderr
+    assert "prompt cache:" in result.stdout  # the table of what was written whole
+    page = tmp_path / "run.html"
+    result = runner.invoke(app, ["inspect", str(tmp_path), "--html", str(page)])
+    assert result.exit_code == 1 and "run.jsonl:2: cut short mid-write" in result.stderr
+    assert page.read_text().startswith("<!doctype html>")
+
+
+def briefroom(*args: str) -> subprocess.CompletedProcess:
+    """The command as a user runs it: main() turns a briefroom error into its one line."""
+    return subprocess.run([sys.executable, "-m", "briefroom.cli", *args], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+
+
+@pytest.mark.parametrize("content,problem", [("{\"cited\": [\"S1\"", "Invalid JSON"),
+                                             ('{"cited": "S1", "sources": {}}', "valid array")])
+def test_an_invalid_sources_json_stops_the_page_with_one_line_naming_it(tmp_path, content, problem):
+    (tmp_path / "run.jsonl").write_text(START + "\n")
+    page = tmp_path / "run.html"
+    assert runner.invoke(app, ["inspect", str(tmp_path), "--html", str(page)]).exit_code == 0  # none yet: fine
+    (tmp_path / "sources.json").write_text(content)
+    result = briefroom("inspect", str(tmp_path), "--html", str(page))
+    assert result.returncode == 1
+    [line] = [x for x in result.stderr.splitlines() if x.strip()]
+    assert line.startswith(f"error: {tmp_path / 'sources.json'}: not a valid sources file (") and problem in line
+    assert runner.invoke(app, ["inspect", str(tmp_path)]).exit_code == 0  # the table does not read it
