@@ -465,17 +465,23 @@ async def _work_async(database_url: str, stalled_after: float, heartbeat: float,
         loop.add_signal_handler(sig, on_stop)
     while not stop.is_set():
         try:
-            finished = await _work_connected(database_url, stalled_after, heartbeat, wait, stop, current)
-            if finished:
+            if await _work_connected(database_url, stalled_after, heartbeat, wait, stop, current):
                 return
+            _say_database_went_away(None, database_url)
         except Exception as exc:
             if not connection_lost(exc) and not _is_pool_timeout(exc):
                 raise
-            sys.stderr.write(f"worker {os.getpid()}: the database went away ({first_line(exc, database_url)}); "
-                             "waiting for it to come back\n")
+            _say_database_went_away(exc, database_url)
         finally:
             current.clear()
         await _wait_until_reachable(database_url, stop)
+
+
+def _say_database_went_away(exc: BaseException | None, database_url: str) -> None:
+    why = f" ({first_line(exc, database_url)})" if exc is not None else ""
+    sys.stderr.write(f"worker {os.getpid()}: the database went away{why}; waiting for it to come back, then the "
+                     "worker starts again and its job resumes from its checkpoint\n")
+    sys.stderr.flush()
 
 
 def _is_pool_timeout(exc: BaseException) -> bool:
