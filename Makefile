@@ -21,10 +21,12 @@ demo: install
 		--corpus scenarios/cloud-market/corpus --rounds 2 --out runs/demo-$$(date +%Y%m%d-%H%M%S) \
 		--data-dir .briefroom-data
 
-# Headless Chromium for the run page test (Debian's package; needs root and apt).
+# Headless Chromium for the run page test and PDF export, poppler for reading PDFs back,
+# a CJK font for Chinese reports (Debian's packages; needs root and apt).
+BROWSER_PACKAGES := chromium poppler-utils fonts-noto-cjk
 browser:
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@command -v chromium >/dev/null 2>&1 && command -v pdftotext >/dev/null 2>&1 && fc-list :lang=zh | grep -q . || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BROWSER_PACKAGES) >/dev/null; }
 
 test: install browser
 	$(BIN)/python -m mypy

@@ -197,8 +197,15 @@ def research(
     database_url: DatabaseUrl = None,
     parallel: Annotated[Optional[int], typer.Option(min=1, max=8, help="sub-questions searched at the same time, "
                                                     "one searcher instance each (env BRIEFROOM_PARALLEL; default "
-                                                    "1: worth raising with a remote endpoint, not the embedded "
-                                                    "model, which answers one call at a time)")] = None,
+                                                    "1; the embedded model serves each instance in a slot of "
+                                                    "its own, batched)")] = None,
+    threads: Annotated[Optional[int], typer.Option(min=1, max=64, help="threads of the embedded llama.cpp server "
+                                                   "(env BRIEFROOM_THREADS; default: the cores free when it "
+                                                   "starts)")] = None,
+    idle_timeout: Annotated[Optional[float], typer.Option(min=1.0, help="seconds a model call may produce nothing "
+                                                          "before it is given up (env BRIEFROOM_IDLE_TIMEOUT; "
+                                                          "default 300); a call that is still producing is never "
+                                                          "cut")] = None,
     web: Annotated[Optional[bool], typer.Option("--web/--no-web", help="let the Searcher search the web and read "
                                                 "pages (cited by URL); env BRIEFROOM_WEB")] = None,
     search_provider: Annotated[Optional[str], typer.Option(help="searxng (self-hosted, --searxng-url) or brave "
@@ -231,8 +238,8 @@ def research(
                              context_floors=parse_section_values(floor, "--floor", int), memory=memory, user=user,
                              session=session, memory_scope=memory_scope, memory_threshold=memory_threshold,
                              fact_threshold=fact_threshold, parallel=parallel, compact_at=compact_at,
-                             language=language, database_url=database_url,
-                             web=web, search_provider=search_provider, searxng_url=searxng_url,
+                             language=language, database_url=database_url, threads=threads,
+                             idle_timeout=idle_timeout, web=web, search_provider=search_provider, searxng_url=searxng_url,
                              allow_domains=allow_domain or None, deny_domains=deny_domain or None)
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
                                               roles_dirs=list(roles_dir)), settings,

@@ -24,6 +24,8 @@ class Settings(BaseModel):
     api_key: str | None = Field(default=None, repr=False)
     role_models: dict[str, str] = Field(default_factory=dict, description="per-role model overrides")
     structured: str = "auto"
+    endpoint_kind: Literal["auto", "openai", "llama.cpp", "ollama", "vllm", "lmstudio", "unknown"] = Field(
+        default="auto", description="what the endpoint is (default: asked once); sets the request forms it gets")
     data_dir: Path = Field(default_factory=default_data_dir)
     embedder: str = "local"
     rounds: int = Field(default=3, ge=1, le=20)
@@ -42,7 +44,12 @@ class Settings(BaseModel):
     fact_threshold: float = Field(default=0.5, ge=0.0, le=1.0,
                                   description="share of a query's words and numbers a fact must hold to be recalled")
     temperature: float = 0.0
-    request_timeout: float = Field(default=120.0, gt=0, description="seconds one model call may take")
+    # Calls stream: a slow machine makes a call slow, not failed. A call is given up only
+    # when it produces nothing (no token, no progress, no keep-alive) for this long.
+    idle_timeout: float = Field(default=300.0, gt=0, description="seconds a model call may go without producing "
+                                                                 "anything before it is given up")
+    threads: int | None = Field(default=None, ge=1, le=64, description="threads of the embedded llama.cpp server "
+                                                                      "(default: the cores free when it starts)")
     parallel: int = Field(default=1, ge=1, le=8, description="searcher instances that may run at the same time")
     database_url: str | None = Field(default=None, repr=False,
                                      description="PostgreSQL URL: checkpoints and long-term memory go there (the "
@@ -104,13 +111,15 @@ class Settings(BaseModel):
             "base_url": ("BRIEFROOM_BASE_URL", "OPENAI_BASE_URL"),
             "api_key": ("BRIEFROOM_API_KEY", "OPENAI_API_KEY"),
             "structured": ("BRIEFROOM_STRUCTURED",),
+            "endpoint_kind": ("BRIEFROOM_ENDPOINT_KIND",),
             "data_dir": ("BRIEFROOM_DATA_DIR",),
             "embedder": ("BRIEFROOM_EMBEDDER",),
             "context": ("BRIEFROOM_CONTEXT",),
             "max_tokens": ("BRIEFROOM_MAX_TOKENS",),
             "user": ("BRIEFROOM_USER",),
             "session": ("BRIEFROOM_SESSION",),
-            "request_timeout": ("BRIEFROOM_REQUEST_TIMEOUT",),
+            "idle_timeout": ("BRIEFROOM_IDLE_TIMEOUT",),
+            "threads": ("BRIEFROOM_THREADS",),
             "parallel": ("BRIEFROOM_PARALLEL",),
             "language": ("BRIEFROOM_LANGUAGE",),
             "database_url": ("BRIEFROOM_DATABASE_URL",),

@@ -210,6 +210,9 @@ class ModelServer(_Base):
     event: Literal["model_server"] = "model_server"
     base_url: str
     model_path: str
+    threads: int | None = None  # chosen from the cores free at start, or the --threads setting
+    free_cores: float | None = None  # None: the user set the threads
+    slots: int | None = None  # one KV cache per role and searcher instance
 
 
 class Models(_Base):

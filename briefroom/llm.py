@@ -8,6 +8,7 @@ a prompt leaves the process, which is why recording and logging live here too.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import SecretStr
 
 from briefroom.config import Settings
@@ -28,8 +29,10 @@ from briefroom.models.cassette import (
     ReplayDivergence,
     serialize_messages,
 )
+from briefroom.models.content_tool_calls import with_content_tool_calls
 from briefroom.models.deterministic import TEST_PROVIDER_LABEL, DeterministicChatModel
 from briefroom.models.embedded import EMBEDDED_CONTEXT, EMBEDDED_MODEL_NAME
+from briefroom.models.endpoints import EndpointProfile, detect, profile_for, server_root
 from briefroom.protocol.calls import check_pairing
 from briefroom.protocol.redaction import assert_no_secrets
 
@@ -48,8 +51,11 @@ class ModelHandle:
     # servers (llama.cpp's generic chat formats) that only call tools when told which.
     tool_mode: str = "auto"
     calls: int = 0  # replies received; checkpointed with the state so a resumed replay knows its place
-    # The embedded server reports reused KV-cache tokens only in its log; read from there.
-    kv_cache: embedded.KVCacheLog | None = None
+    # What the endpoint is (llama.cpp, Ollama, vLLM, ...): which request forms it enforces.
+    profile: EndpointProfile | None = None
+    # llama.cpp: the server slot (KV cache) this handle's calls go to, so a role's prefix
+    # stays cached while other roles speak. None: the server picks.
+    slot: int | None = None
 
     def invoke(self, messages: list[BaseMessage], *, tools: list[dict] | None = None,
                schema: dict | None = None, schema_name: str = "output",
@@ -58,35 +64,100 @@ class ModelHandle:
         for message in messages:  # the last line of defence: nothing secret leaves in a prompt
             assert_no_secrets(str(message.content), f"the {self.role} prompt")
         check_pairing(messages)  # no tool result without its call, none twice, none missing
-        runnable: Any = self.chat_model
-        if tools:
-            choice = {"type": "function", "function": {"name": force_tool}} if force_tool else None
-            runnable = runnable.bind_tools(tools, tool_choice=choice) if choice else runnable.bind_tools(tools)
-        if schema is not None:
-            runnable = runnable.bind(response_format=self._response_format(schema, schema_name))
-        if self.kv_cache is not None:
-            self.kv_cache.mark()
         started = time.perf_counter()
         try:
-            reply = runnable.invoke(messages)
-        except (ReplayDivergence, ConfigError, EngineeringFailure):
-            raise
-        except Exception as exc:  # HTTP, timeouts, provider errors: one clear line for the user
-            dead = embedded.death_notice() if self.provider == "embedded" else None
-            if dead:  # "Connection error." says nothing; how the server died does
-                raise EngineeringFailure(f"{dead}; the {self.role} call could not be answered") from exc
-            raise EngineeringFailure(f"{self.provider} model {self.model_name!r} failed for {self.role}: "
-                                     f"{type(exc).__name__}: {str(exc)[:300]}") from exc
+            reply = self._send(messages, tools, schema, schema_name, force_tool)
+        except ResponseFormatRefused:
+            # The server refused the schema form it was given: step down once to the
+            # next form (the prompt shows the schema either way) and say so in the label.
+            self.structured_mode = "json_object_schema" if self.structured_mode == "json_schema" else "json_object"
+            self.label += f" (structured output: {self.structured_mode}, the endpoint refused json_schema)"
+            reply = self._send(messages, tools, schema, schema_name, force_tool)
         latency = time.perf_counter() - started
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=str(getattr(reply, "content", reply)))
-        if self.kv_cache is not None:
-            reply = _with_cached_tokens(reply, self.kv_cache)
+        if tools:
+            reply = with_content_tool_calls(reply, tools)
         if self.recorder is not None:
             self.recorder.record(self.role, serialize_messages(messages), reply)
         self.calls += 1
         faults.reached("llm_call")
         return reply, latency
+
+    def _send(self, messages: list[BaseMessage], tools: list[dict] | None, schema: dict | None,
+              schema_name: str, force_tool: str | None) -> Any:
+        if tools and force_tool and self.profile is not None and not self.profile.native_tools:
+            return self._forced_call_by_schema(messages, tools, force_tool)
+        runnable: Any = self.chat_model
+        if tools:
+            runnable = self._bind_tools(runnable, tools, force_tool)
+        extra = self._extra_body()
+        if schema is not None and self.provider not in ("embedded", "openai"):
+            runnable = runnable.bind(response_format=self._response_format(schema, schema_name))
+        elif schema is not None:
+            # In the request body as it is, not as langchain's `response_format`: given a
+            # JSON schema there, langchain switches to the OpenAI SDK's parsing stream,
+            # which drops the usage and raises on a reply cut by the output cap. The
+            # reply's JSON is parsed and checked by the role (agents/structured.py).
+            extra["response_format"] = self._response_format(schema, schema_name)
+        if extra:
+            runnable = runnable.bind(extra_body=extra)
+        try:
+            return runnable.invoke(messages)
+        except (ReplayDivergence, ConfigError, EngineeringFailure):
+            raise
+        except Exception as exc:  # HTTP, timeouts, provider errors: one clear line for the user
+            if schema is not None and self.structured_mode != "json_object" and _refuses_response_format(exc):
+                raise ResponseFormatRefused() from exc
+            dead = embedded.death_notice() if self.provider == "embedded" else None
+            if dead:  # "Connection error." says nothing; how the server died does
+                raise EngineeringFailure(f"{dead}; the {self.role} call could not be answered") from exc
+            if _is_idle_timeout(exc):
+                raise EngineeringFailure(
+                    f"{self.provider} model {self.model_name!r} produced nothing for the {self.role} call within "
+                    f"the idle timeout; raise --idle-timeout (BRIEFROOM_IDLE_TIMEOUT) on a slow machine") from exc
+            raise EngineeringFailure(f"{self.provider} model {self.model_name!r} failed for {self.role}: "
+                                     f"{type(exc).__name__}: {str(exc)[:300]}") from exc
+
+    def _forced_call_by_schema(self, messages: list[BaseMessage], tools: list[dict], name: str) -> AIMessage:
+        """A forced tool call on a model whose chat template has no tools: its arguments
+        as a reply constrained to the tool's parameter schema, made into the call."""
+        tool = next((t.get("function") or t for t in tools if (t.get("function") or t).get("name") == name), None)
+        if tool is None:
+            raise ConfigError(f"the {self.role} forced a tool it does not offer: {name!r}")
+        ask = HumanMessage(f"Now use the tool `{name}`: {tool.get('description', '')}\n"
+                           "Reply with only its arguments, as one JSON object, for the task above.")
+        schema = bounded_strings(tool.get("parameters") or {"type": "object"}, FORCED_ARGUMENT_CHARS)
+        reply = self._send([*messages, ask], None, schema, name, None)
+        try:
+            args = json.loads(str(reply.content))
+        except ValueError:
+            args = None
+        if not isinstance(args, dict):
+            raise EngineeringFailure(
+                f"{self.provider} model {self.model_name!r} could not call {name!r} for the {self.role}: its "
+                "template has no tool calls and its reply was not the tool's arguments; use a model with tool "
+                "calling, or --structured json_schema on an endpoint that enforces it")
+        return reply.model_copy(update={"content": "", "tool_calls": [
+            {"name": name, "args": args, "id": f"call_schema_{self.calls}", "type": "tool_call"}]})
+
+    def _bind_tools(self, runnable: Any, tools: list[dict], force_tool: str | None) -> Any:
+        if not force_tool:
+            return runnable.bind_tools(tools)
+        if self.profile is not None and self.profile.forced_tool == "required":
+            # llama.cpp refuses the named-function form; "required" over only that tool
+            # forces the same call.
+            only = [t for t in tools if (t.get("function") or t).get("name") == force_tool] or tools
+            return runnable.bind_tools(only, tool_choice="required")
+        return runnable.bind_tools(tools, tool_choice={"type": "function", "function": {"name": force_tool}})
+
+    def _extra_body(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.slot is not None:
+            extra["id_slot"] = self.slot
+        if self.profile is not None and self.profile.progress:
+            extra["return_progress"] = True  # a long prompt's evaluation streams progress: not idle
+        return extra
 
     def _response_format(self, schema: dict, name: str) -> dict:
         if self.structured_mode == "json_schema":
@@ -96,17 +167,56 @@ class ModelHandle:
         return {"type": "json_object"}
 
 
+# A tool argument written under a grammar is cut at this length: a small model asked for
+# a search query otherwise repeats itself until the output cap.
+FORCED_ARGUMENT_CHARS = 200
+
+
+def bounded_strings(schema: dict, max_chars: int) -> dict:
+    """`schema` with every string property that has no length limit given one."""
+    if schema.get("type") == "string" and "maxLength" not in schema and "enum" not in schema:
+        return {**schema, "maxLength": max_chars}
+    out = dict(schema)
+    if isinstance(schema.get("properties"), dict):
+        out["properties"] = {k: bounded_strings(v, max_chars) if isinstance(v, dict) else v
+                             for k, v in schema["properties"].items()}
+    if isinstance(schema.get("items"), dict):
+        out["items"] = bounded_strings(schema["items"], max_chars)
+    return out
+
+
+class ResponseFormatRefused(Exception):
+    """The endpoint answered 400 to the response format it was sent."""
+
+
+def _refuses_response_format(exc: Exception) -> bool:
+    status = getattr(exc, "status_code", None)
+    text = str(exc).lower()
+    return status == 400 and ("response_format" in text or "json_schema" in text)
+
+
+def _is_idle_timeout(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if "timeout" in type(seen).__name__.lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 @dataclass
 class ModelPool:
     """Handles per role plus what must be cleaned up when the run ends."""
 
     handles: dict[str, ModelHandle] = field(default_factory=dict)
+    slots: int = 0  # the embedded server's slots; 0: none to assign
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def for_role(self, role: str) -> ModelHandle:
         """The handle of a role, or of `role/n`, the n-th instance of a fan-out role: a
-        copy of the role's handle with its own call count and its own recording key, so
-        instances running at the same time replay in a fixed order whatever the timing."""
+        copy of the role's handle with its own call count, recording key and server slot,
+        so instances running at the same time replay in a fixed order whatever the timing
+        and do not evict each other's prompts."""
         with self._lock:
             if role in self.handles:
                 return self.handles[role]
@@ -117,15 +227,23 @@ class ModelPool:
             chat_model = handle.chat_model
             if isinstance(chat_model, CassetteChatModel):
                 chat_model = CassetteChatModel(cassette=chat_model.cassette, role=role)
-            # The embedded server's log cannot say which of several calls at once reused its
-            # cache, so instances report no cached tokens rather than wrong ones.
-            copy = replace(handle, role=role, chat_model=chat_model, calls=0, kv_cache=None)
+            slot = self._next_slot() if handle.slot is not None else None
+            copy = replace(handle, role=role, chat_model=chat_model, calls=0, slot=slot)
             self.handles[role] = copy
             return copy
+
+    def _next_slot(self) -> int | None:
+        used = sum(1 for h in self.handles.values() if h.slot is not None)
+        return used % self.slots if self.slots else None
 
     @property
     def labels(self) -> set[str]:
         return {h.label for h in self.handles.values()}
+
+
+def embedded_slots(roles: list[str], parallel: int) -> int:
+    """A slot for each role, and one more for each searcher instance beyond the first."""
+    return len(roles) + max(0, parallel - 1) if parallel > 1 else len(roles)
 
 
 def needs_embedded_server(settings: Settings, roles: list[str]) -> bool:
@@ -140,7 +258,8 @@ def is_gguf(model: str | None) -> bool:
 def embedded_model_file(settings: Settings, roles: list[str]) -> Path | None:
     """The GGUF file the embedded server should load (None: the bundled model).
     One server serves every role, so the roles must agree on the file."""
-    files = {str(Path(m).expanduser().resolve()) for m in (settings.model_for(r) for r in roles) if m and is_gguf(m)}
+    files = {str(path.expanduser().resolve()) for path in (_model_file(settings, settings.model_for(r)) for r in roles)
+             if path is not None}
     if len(files) > 1:
         raise ConfigError(f"the embedded server loads one model file; roles ask for {len(files)}: "
                           f"{', '.join(sorted(files))}")
@@ -152,10 +271,22 @@ def embedded_model_file(settings: Settings, roles: list[str]) -> Path | None:
     return path
 
 
+def _model_file(settings: Settings, model: str | None) -> Path | None:
+    """The GGUF file `--model` names: a path ending in .gguf, or a name registered with
+    `briefroom models add`; None for any other model."""
+    if not model or model in ("test", "embedded"):
+        return None
+    if is_gguf(model):
+        return Path(model)
+    from briefroom.models.catalog import resolve_registered
+
+    return resolve_registered(settings.data_dir, model)
+
+
 def _provider(settings: Settings, model: str | None) -> str:
     if model == "test":
         return "test"
-    if model == "embedded" or is_gguf(model):
+    if model == "embedded" or is_gguf(model) or _model_file(settings, model) is not None:
         return "embedded"
     if settings.base_url or settings.api_key:
         return "openai"
@@ -165,22 +296,19 @@ def _provider(settings: Settings, model: str | None) -> str:
                       f"or use --model test / --model embedded")
 
 
-def _with_cached_tokens(reply: AIMessage, kv_cache: embedded.KVCacheLog) -> AIMessage:
-    """The reply with the prompt tokens the server took from its cache, reported the
-    way OpenAI-style endpoints report them (`input_token_details.cache_read`)."""
-    usage = reply.usage_metadata
-    cached = kv_cache.cached_tokens(usage["input_tokens"] if usage else None)
-    if cached is None or usage is None:
-        return reply
-    details = {**(usage.get("input_token_details") or {}), "cache_read": cached}
-    return reply.model_copy(update={"usage_metadata": {**usage, "input_token_details": details}})
+def endpoint_profile(settings: Settings) -> EndpointProfile:
+    """The endpoint's profile: the kind the settings name, or what the endpoint says it is."""
+    if settings.endpoint_kind != "auto":
+        return profile_for(settings.endpoint_kind, server_root(settings.base_url or ""))
+    return detect(settings.base_url, settings.api_key)
 
 
 def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str | None = None,
-               embedded_log: Path | None = None, cassette: Cassette | None = None,
-               recorder: Cassette | None = None) -> ModelPool:
-    pool = ModelPool()
-    kv_cache = embedded.KVCacheLog(embedded_log) if embedded_log is not None else None  # one server, one log
+               embedded_slots: int = 0, embedded_profile: EndpointProfile | None = None,
+               cassette: Cassette | None = None, recorder: Cassette | None = None) -> ModelPool:
+    """`embedded_profile`: what the embedded server said of itself at start (default: a
+    llama.cpp server whose template has tool calls)."""
+    pool = ModelPool(slots=embedded_slots)
     for role in roles:
         if cassette is not None:
             pool.handles[role] = ModelHandle(role, "replay", "cassette", CassetteChatModel(cassette=cassette, role=role),
@@ -195,24 +323,31 @@ def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str |
         elif provider == "embedded":
             if embedded_base_url is None:
                 raise ConfigError("the embedded model is not running (internal error: start EmbeddedServer first)")
-            name = Path(model).stem if is_gguf(model) else EMBEDDED_MODEL_NAME  # type: ignore[arg-type]
+            file = _model_file(settings, model)
+            name = file.stem if file is not None else EMBEDDED_MODEL_NAME
+            profile = embedded_profile or profile_for("llama.cpp", server_root(embedded_base_url), embedded_slots or 1)
+            slot = len(pool.handles) % embedded_slots if embedded_slots else None
             handle = ModelHandle(role, "embedded", name,
                                  _openai_chat(name, embedded_base_url, "not-needed", settings, max_tokens=1024),
-                                 "json_object_schema", EMBEDDED_CONTEXT,
-                                 label=f"embedded {name} (llama.cpp, local)", tool_mode="first", kv_cache=kv_cache)
+                                 profile.structured_mode, EMBEDDED_CONTEXT,
+                                 label=f"embedded {name} (llama.cpp, local)", tool_mode="first",
+                                 profile=profile, slot=slot)
         else:
             name = model or "gpt-4o-mini"
-            mode = settings.structured
-            if mode == "auto":
-                mode = "json_schema" if not settings.base_url or "api.openai.com" in settings.base_url else "json_object"
+            profile = endpoint_profile(settings)
+            mode = profile.structured_mode if settings.structured == "auto" else settings.structured
             # OpenAI routes requests with one key to one cache; other OpenAI-compatible
             # servers may refuse a parameter they do not know, so it goes to OpenAI only.
-            openai = not settings.base_url or "api.openai.com" in settings.base_url
+            openai = profile.kind == "openai"
             handle = ModelHandle(role, "openai", name,
                                  _openai_chat(name, settings.base_url, settings.api_key or "not-needed", settings,
-                                              cache_key=f"briefroom-{role}" if openai else None),
+                                              cache_key=f"briefroom-{role}" if openai else None,
+                                              max_tokens=None if openai else 2048),
                                  mode, settings.context_window or 128_000,
-                                 label=f"{name} via {settings.base_url or 'OpenAI'}")
+                                 label=f"{name} via {settings.base_url or 'OpenAI'} ({profile.kind})",
+                                 profile=profile,
+                                 slot=len(pool.handles) % profile.slots if profile.kind == "llama.cpp"
+                                 and profile.slots > 1 else None)
         handle.recorder = recorder
         pool.handles[role] = handle
     return pool
@@ -220,9 +355,15 @@ def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str |
 
 def _openai_chat(model: str, base_url: str | None, api_key: str, settings: Settings,
                  max_tokens: int | None = None, cache_key: str | None = None) -> BaseChatModel:
+    import httpx
     from langchain_openai import ChatOpenAI
 
+    # Streamed, so the timeout that matters is the wait between two chunks (httpx's read
+    # timeout): a call still producing tokens on a slow machine is never cut, a call that
+    # produces nothing for `idle_timeout` seconds is. A server that hangs before its
+    # first byte is caught the same way.
+    timeout = httpx.Timeout(connect=30.0, read=settings.idle_timeout, write=60.0, pool=60.0)
     return ChatOpenAI(model=model, base_url=base_url, api_key=SecretStr(api_key), temperature=settings.temperature,
-                      timeout=settings.request_timeout, max_retries=2,
+                      timeout=timeout, max_retries=2, streaming=True, stream_usage=True,
                       max_completion_tokens=max_tokens,
                       model_kwargs={"prompt_cache_key": cache_key} if cache_key else {})

@@ -40,7 +40,7 @@ from briefroom.graph.checkpoint import open_checkpointer
 from briefroom.graph.routing import ROUND_END
 from briefroom.graph.state import AgentState
 from briefroom.graph.summary import SUMMARIZER
-from briefroom.llm import ModelPool, build_pool, embedded_model_file, needs_embedded_server
+from briefroom.llm import ModelPool, build_pool, embedded_model_file, embedded_slots, needs_embedded_server
 from briefroom.memory.gates import apply_gates
 from briefroom.memory.namespace import Namespace, default_user
 from briefroom.memory.reading import read_memory, remembered_facts
@@ -48,6 +48,7 @@ from briefroom.memory.store import MemoryBackend, MemoryStore, memory_tool
 from briefroom.memory.zones import Recalled
 from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer
+from briefroom.models.served_tokens import COUNTS_FILE, RecordedTokenCounter, ServedTokenCounter
 from briefroom.protocol import injection
 from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter, encoding_for_model
@@ -333,7 +334,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
             # for roles that declare it; with memory off it finds nothing
             tools["recall_memory"] = memory_tool(memory, namespace, settings.memory_scope,  # type: ignore[arg-type]
                                                  settings.recall_threshold, settings.fact_threshold)
-            counter = TokenCounter(encoding_for_model(settings.model or ""))
+            counter = _token_counter(settings, request, pool)
             ctx = RunContext(bus=bus, models=pool, counter=counter, log=log, tools=tools, artifacts=store,
                              index=index, progress=say, context_strategy=settings.context,
                              max_tokens=settings.max_tokens, shares=settings.context_shares,
@@ -393,20 +394,40 @@ def _index_corpus(index: CorpusIndex, corpus: list[Path], say: Callable[[int, st
     return stats
 
 
+def _token_counter(settings: Settings, request: ResearchRequest, pool: ModelPool) -> TokenCounter:
+    """Counts in the tokens of the model that reads the prompts: a llama.cpp server's own
+    tokenizer when one serves the run, the counts a recording kept when it is replayed,
+    and the local encoding for OpenAI's models (theirs) and servers that cannot tell."""
+    recorded = request.scenario / COUNTS_FILE if request.scenario is not None else None
+    if request.cassette is not None and recorded is not None and recorded.is_file():
+        return RecordedTokenCounter(recorded)
+    served = [h for h in pool.handles.values()
+              if h.provider in ("embedded", "openai") and h.profile is not None and h.profile.kind == "llama.cpp"]
+    models = {h.model_name for h in served}
+    if served and len(models) == 1 and len({h.profile.root for h in served if h.profile}) == 1:
+        return ServedTokenCounter(served[0].profile.root, models.pop())  # type: ignore[union-attr]
+    return TokenCounter(encoding_for_model(settings.model or ""))
+
+
 def _model_pool(settings: Settings, request: ResearchRequest, names: list[str], run_dir: Path,
                 stack: contextlib.ExitStack, log: RunLog, say: Callable[[int, str, str], None],
                 recorder: Cassette | None) -> ModelPool:
     """One handle per role: the caller's, a recording's, or built from the settings
     (starting the embedded server, closed with the run, when a role needs it)."""
-    embedded_url, server_log = None, None
+    embedded_url, slots, profile = None, 0, None
     if request.models is None and request.cassette is None and needs_embedded_server(settings, names):
         say(0, "model", "starting the embedded llama.cpp server")
         server = stack.enter_context(EmbeddedServer(model_path=embedded_model_file(settings, names),
-                                                    log_path=run_dir / "llama-server.log"))
-        embedded_url, server_log = server.base_url, server.log_path
-        log.event("model_server", base_url=embedded_url, model_path=server.model_path.name)
-    pool = request.models or build_pool(settings, names, embedded_base_url=embedded_url, embedded_log=server_log,
-                                        cassette=request.cassette, recorder=recorder)
+                                                    log_path=run_dir / "llama-server.log", threads=settings.threads,
+                                                    slots=embedded_slots(names, settings.parallel)))
+        embedded_url, slots, profile = server.base_url, server.slots, server.profile
+        log.event("model_server", base_url=embedded_url, model_path=server.model_path.name, threads=server.threads,
+                  free_cores=server.free_cores, slots=server.slots)
+        say(0, "model", f"llama.cpp: {server.threads} thread(s)"
+            + (f" ({server.free_cores:.1f} core(s) free)" if server.free_cores is not None else "")
+            + f", {server.slots} slot(s)")
+    pool = request.models or build_pool(settings, names, embedded_base_url=embedded_url, embedded_slots=slots,
+                                        embedded_profile=profile, cassette=request.cassette, recorder=recorder)
     for role, recorded in (request.replay_handles or {}).items():  # a replay answers as the recording did
         if role in pool.handles:
             handle = pool.handles[role]
@@ -466,6 +487,8 @@ def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunCo
                                         context_window=h.context_window) for role, h in pool.handles.items()}
         write_scenario(request.record, request, settings, state["charter"], recorder, report.markdown,
                        label=" / ".join(sorted(pool.labels)), handles=handles)
+        if isinstance(ctx.counter, ServedTokenCounter):  # its replay builds the prompts with these counts
+            ctx.counter.save(request.record)
     return RunResult(run_dir, markdown, state, pool.labels, log.events, tokens_used=ctx.tokens_used,
                      budget=settings.max_tokens)
 

@@ -264,11 +264,17 @@ class Turn:
     def build_prompt(self, task: str, *, material: list[Item] | None = None, facts: list[Fact] | None = None,
                      schema: dict | None = None, tools: list[dict] | None = None) -> BuiltPrompt:
         handle = self.ctx.models.for_role(self.worker)
-        window = input_budget(handle.context_window)
+        # What the template and the tool definitions add comes off the window first: the
+        # budget is then in the tokens the server will count.
+        framing = self.ctx.counter.framing(tools, 2)
+        window = input_budget(handle.context_window) - framing
         if self.ctx.context_strategy == "naive":
-            return naive_prompt(self, task, material or [], facts or [], schema, tools, window)
-        return layered_prompt(self, task, material or [], facts or [], schema, tools,
-                              self._compacted(min(self.role.budget_tokens, window)))
+            built = naive_prompt(self, task, material or [], facts or [], schema, tools, window)
+        else:
+            built = layered_prompt(self, task, material or [], facts or [], schema, tools,
+                                   self._compacted(min(self.role.budget_tokens, window)))
+        built.framing_tokens = framing
+        return built
 
     def ask(self, task: str, output: type[T], *, material: list[Item] | None = None, facts: list[Fact] | None = None,
             enums: dict[str, list[str]] | None = None, check: Callable[[T], list[str]] | None = None,

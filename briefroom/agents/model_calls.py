@@ -40,7 +40,9 @@ class CallLog:
             str(reply.content) + json.dumps([tc["args"] for tc in reply.tool_calls]))
         self.calls += 1
         turns = self.turn_tokens(prompt, messages)
-        prompt_tokens = prompt.total_tokens + turns
+        # the template's wrapping of the turns appended after the built prompt's two messages
+        wrapping = ctx.counter.framing(None, len(messages)) - ctx.counter.framing(None, 2) if turns else 0
+        prompt_tokens = prompt.total_tokens + turns + prompt.framing_tokens + wrapping
         ctx.charge(prompt_tokens + completion)
         sections = {**prompt.section_tokens, "turns": turns}
         build = prompt.stats.summary()

@@ -1,4 +1,5 @@
-"""The embedded model: SmolLM2-135M (or any GGUF file) served by llama.cpp on a free loopback port.
+"""The embedded model: SmolLM2-135M (or any GGUF file) served by llama.cpp's own server
+(the prebuilt xllamacpp wheel, see `llama_server.py`) on a free loopback port.
 
 The CLI owns the server's life: it starts it, waits until it answers a real one-token
 completion (a server can list its models and still die at the first matrix multiply,
@@ -12,7 +13,6 @@ import atexit
 import importlib.util
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -23,28 +23,13 @@ from pathlib import Path
 from typing import IO
 
 from briefroom.errors import ConfigError, EngineeringFailure
+from briefroom.models.endpoints import EndpointProfile, detect
 
 EMBEDDED_MODEL_NAME = "smollm2-135m-instruct"
-EMBEDDED_CONTEXT = 8192
-# The four roles take turns on the server's one KV cache, so without help each call finds
-# another role's prompt there and reuses only the chat template's first tokens (21% of the
-# demo's prompt tokens). With `--cache` the server also keeps the KV state of its recent
-# completions (LRU, in RAM) and, for a new prompt, first restores the saved state sharing
-# the longest prefix with it: a role's call resumes from its own previous call even when
-# other roles spoke in between (34% on the demo; BENCHMARKS.md, "Prompt cache on the
-# embedded server"). The server's `--cache_size` counts only the KV bytes of the states;
-# each state also carries a copy of the logits array, n_batch x vocabulary floats
-# (512 x 49,152 x 4 = 100 MB for SmolLM2), or one row per token with `logits_all`,
-# the server's default (up to 1.6 GB at n_ctx 8192): briefroom never asks for logprobs, so
-# `logits_all` is off, which also skips the vocabulary projection of every prompt token.
-# 256 MiB of KV holds one state of the full 8,192-token context (188 MB at 23 KB a token)
-# or about six demo calls (1,000-3,000 tokens): the searcher's alternating tool and findings
-# prompts and a writer's redraft. Real memory is that plus ~100 MB of logits per saved state.
-PROMPT_CACHE_BYTES = 256 << 20
-PROMPT_CACHE_ARGS = ("--cache", "true", "--cache_type", "ram", "--cache_size", str(PROMPT_CACHE_BYTES),
-                     "--logits_all", "false")
-REBUILD_HINT = ("rebuild llama-cpp-python for this CPU: rm -f .venv/.llama-* && make install "
-                "(the Makefile builds it portably, AVX2 without AVX-512/AMX)")
+EMBEDDED_CONTEXT = 8192  # tokens per slot: every role gets the whole window
+REINSTALL_HINT = ("the prebuilt llama.cpp in xllamacpp does not run on this CPU (it needs AVX2/FMA/F16C); "
+                  "use an endpoint instead (OPENAI_BASE_URL)")
+MAX_THREADS = 8
 
 # The server the CLI started, so a failed call can say whether the server died under it.
 _running: "EmbeddedServer | None" = None
@@ -73,73 +58,62 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-_PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit")
-_FULL_HIT = "Llama.generate: full prompt already cached"
+def cpu_count() -> int:
+    return len(os.sched_getaffinity(0))
 
 
-class KVCacheLog:
-    """Prompt tokens the embedded server took from its KV cache, read from its log.
+def _cpu_times() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs from /proc/stat; (0, 0) where there is none."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = [int(v) for v in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    total = sum(fields[:8])  # guest time is already counted in user
+    return total - idle, total
 
-    llama-cpp-python's server does not report cached tokens in its replies, but with
-    `verbose` it writes one line per generation saying how many tokens of the prompt
-    matched what its KV cache held. With the prompt cache on, a call that finds a saved
-    state sharing a longer prefix first restores it ("Llama._create_completion: cache
-    hit"); the generation's "N prefix-match hit" line then counts against the restored
-    state, so the same line stays the call's count of tokens not evaluated again.
-    Calls are sequential, so the lines a call appended to the log are that call's."""
 
-    def __init__(self, path: Path):
-        self.path = path
-        self._offset = self._size()
+def free_cores(sample_seconds: float = 0.5) -> float:
+    """How many of this process's cores nobody else is using right now.
 
-    def _size(self) -> int:
-        try:
-            return self.path.stat().st_size
-        except OSError:
-            return 0
+    llama.cpp's threads wait at a barrier after every matrix product: one thread whose
+    core is taken by another process holds all the others up (2 threads on 2 busy cores
+    ran 8x slower than 1 thread in the issue's measurement). So the thread count follows
+    the cores actually free when the server starts, not the cores that exist."""
+    busy0, total0 = _cpu_times()
+    time.sleep(sample_seconds)
+    busy1, total1 = _cpu_times()
+    cores = cpu_count()
+    if total1 <= total0:
+        return float(cores)
+    machine_cpus = os.cpu_count() or cores
+    busy_cpus = machine_cpus * (busy1 - busy0) / (total1 - total0)
+    return max(0.0, min(cores, machine_cpus - busy_cpus))
 
-    def mark(self) -> None:
-        """Before a call: what the log holds so far is not this call's."""
-        self._offset = self._size()
 
-    def cached_tokens(self, prompt_tokens: int | None) -> int | None:
-        """After a call: the tokens its prompt reused (0 when the cache was reset), or
-        None when the log says nothing about it (not verbose, or not found)."""
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(self._offset)
-                data = fh.read()
-        except OSError:
-            return None
-        self._offset += len(data)
-        text = data.decode("utf-8", errors="replace")
-        # A call's log can hold several generations: the client retries a request that
-        # timed out, and the retry finds the prompt the first attempt left in the cache.
-        # The first generation says what the call's prompt reused; a retry's hit is the
-        # call's own work evaluated twice, not a saving.
-        for line in text.splitlines():
-            if _FULL_HIT in line:
-                return prompt_tokens
-            hit = _PREFIX_HIT.search(line)
-            if hit:
-                return int(hit.group(1))
-            if "llama_perf_context_print" in line:
-                return 0  # a generation that reused nothing
-        return None
+def threads_for(free: float, cores: int) -> int:
+    """Threads for the cores free: a core counts when at least ~70% of it is free."""
+    return max(1, min(MAX_THREADS, cores, int(free + 0.3)))
 
 
 class EmbeddedServer:
     """`with EmbeddedServer() as server: server.base_url` -> an OpenAI-compatible API."""
 
     def __init__(self, model_path: Path | None = None, n_ctx: int = EMBEDDED_CONTEXT,
-                 log_path: Path | None = None, startup_timeout: float = 180.0, threads: int | None = None):
+                 log_path: Path | None = None, startup_timeout: float = 300.0, threads: int | None = None,
+                 slots: int = 1):
         self.model_path = model_path or embedded_model_path()
         if not self.model_path.is_file():
             raise ConfigError(f"model file not found: {self.model_path}")
-        self.n_ctx = n_ctx
+        self.n_ctx = n_ctx  # per slot
+        self.slots = max(1, slots)
         self.log_path = log_path
         self.startup_timeout = startup_timeout
-        self.threads = threads or max(1, min(len(os.sched_getaffinity(0)), 8))
+        self.threads_requested = threads
+        self.threads = threads or 0  # chosen at start, from the cores free then
+        self.free_cores: float | None = None
+        self.profile: EndpointProfile | None = None
         self.port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._last_proc: subprocess.Popen[bytes] | None = None
@@ -152,8 +126,12 @@ class EmbeddedServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> "EmbeddedServer":
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise ConfigError("llama-cpp-python is not installed: pip install 'briefroom[local]'")
+        if importlib.util.find_spec("xllamacpp") is None:
+            raise ConfigError("the embedded llama.cpp server is not installed: pip install 'briefroom[local]' "
+                              "(or set OPENAI_BASE_URL / OPENAI_API_KEY to use an endpoint)")
+        if not self.threads_requested:
+            self.free_cores = free_cores()
+            self.threads = threads_for(self.free_cores, cpu_count())
         self.port = free_port()
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self._proc = subprocess.Popen(self.command(), stdout=self._log, stderr=self._log, stdin=subprocess.DEVNULL)
@@ -172,14 +150,15 @@ class EmbeddedServer:
         except OSError as exc:
             time.sleep(0.5)  # let a crashing server finish dying, so its signal is known
             self._fail(self.exit_reason() or f"embedded model server failed its first completion: {exc}")
+        self.profile = detect(self.base_url)  # its slots and whether its template has tool calls
         global _running
         _running = self
         return self
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path), "--host", "127.0.0.1",
-                "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
-                "--n_threads_batch", str(self.threads), *PROMPT_CACHE_ARGS]
+        return [sys.executable, "-m", "briefroom.models.llama_server", "--model", str(self.model_path),
+                "--port", str(self.port), "--slot-context", str(self.n_ctx), "--slots", str(self.slots),
+                "--threads", str(self.threads), "--alias", self.model_path.stem]
 
     def _fail(self, reason: str) -> None:
         self.stop()
@@ -194,7 +173,7 @@ class EmbeddedServer:
         log = self.log_path or "the server log is not kept"
         if code < 0:
             name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-            hint = f"; {REBUILD_HINT}" if -code == signal.SIGILL else ""
+            hint = f"; {REINSTALL_HINT}" if -code == signal.SIGILL else ""
             return f"embedded model server exited with signal {-code} ({name}) (see {log}){hint}"
         return f"embedded model server exited with code {code} (see {log})"
 
@@ -207,7 +186,8 @@ class EmbeddedServer:
 
     def _complete_one_token(self) -> None:
         """A real completion: loading the weights is not the same as computing with them."""
-        body = json.dumps({"messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1}).encode()
+        body = json.dumps({"messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1,
+                           "cache_prompt": False}).encode()
         request = urllib.request.Request(f"{self.base_url}/chat/completions", data=body,
                                          headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=self.startup_timeout) as resp:

@@ -49,12 +49,25 @@ class EndpointDouble:
                     self.send_error(404)
                     return
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                payload = json.dumps(double.answer(body)).encode()
+                completion = double.answer(body)
+                if body.get("stream"):
+                    self._send_stream(completion, bool((body.get("stream_options") or {}).get("include_usage")))
+                    return
+                payload = json.dumps(completion).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+
+            def _send_stream(self, completion: dict[str, Any], usage: bool) -> None:
+                """The same completion as server-sent events, as a streaming endpoint sends it."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for chunk in _chunks(completion, usage):
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
 
             def log_message(self, format: str, *args: Any) -> None:
                 return None
@@ -105,3 +118,18 @@ def _completion(model: str, reply: Any) -> dict[str, Any]:
             "choices": [{"index": 0, "message": message,
                          "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+
+
+def _chunks(completion: dict[str, Any], usage: bool) -> list[dict[str, Any]]:
+    """A completion cut into the chunks of a stream: the message, the finish, the usage."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    head = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    chunks = [{**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+              {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]}]
+    if usage:
+        chunks.append({**head, "choices": [], "usage": completion["usage"]})
+    return chunks

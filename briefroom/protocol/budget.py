@@ -62,6 +62,12 @@ class TokenCounter:
             self._cache[text] = cached
         return cached
 
+    def framing(self, tools: list[dict] | None, messages: int) -> int:
+        """Tokens a chat's wrapping adds to its messages' text: the chat template and the
+        tool definitions. 0 here: the local encoding cannot know a served model's template
+        (a counter for a served model measures it, models/served_tokens.py)."""
+        return 0
+
     def head(self, text: str, max_tokens: int) -> str:
         """The longest prefix of `text` within `max_tokens` tokens."""
         tokens = self._encoding.encode(text, disallowed_special=())

@@ -161,6 +161,7 @@ class BuiltPrompt:
     budget: int
     prefix_hash: str
     stats: BuildStats
+    framing_tokens: int = 0  # the chat template's and the tool definitions' tokens, counted apart
 
     @property
     def dropped(self) -> list[Decision]:

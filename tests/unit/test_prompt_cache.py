@@ -1,52 +1,19 @@
-"""Prompt-cache hits: read from the embedded server's log, reported like OpenAI's."""
+"""Prompt-cache hits: what the endpoint reports in its usage (llama.cpp does, like OpenAI)."""
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage
 
 from briefroom.agents.model_calls import cached_prompt_tokens
 from briefroom.events import LlmCall
 from briefroom.inspect import cache_hit_rate
-from briefroom.llm import ModelHandle
-from briefroom.models.embedded import KVCacheLog
-from tests.fakes import ScriptedChatModel
-
-PERF = "llama_perf_context_print: prompt eval time = 0.23 ms / 506 tokens\n"
 
 
-def test_the_log_says_how_many_prompt_tokens_each_call_reused(tmp_path):
-    log = tmp_path / "llama-server.log"
-    log.write_text("startup probe\n" + PERF)
-    kv = KVCacheLog(log)
-    kv.mark()
-    with open(log, "a") as fh:
-        fh.write("Llama.generate: 223 prefix-match hit, remaining 973 prompt tokens to eval\n" + PERF)
-    assert kv.cached_tokens(1196) == 223
-    kv.mark()
-    with open(log, "a") as fh:
-        fh.write("Llama.generate: full prompt already cached, skipping reset\n" + PERF)
-    assert kv.cached_tokens(500) == 500
-    kv.mark()
-    with open(log, "a") as fh:
-        fh.write(PERF)  # a reset: nothing reused
-    assert kv.cached_tokens(800) == 0
-    kv.mark()
-    assert kv.cached_tokens(800) is None  # the log said nothing about this call
-
-
-def test_an_embedded_handle_reports_the_servers_cache_hits_on_its_replies(tmp_path):
-    log = tmp_path / "llama-server.log"
-    log.write_text("")
-
-    def server(messages, kwargs):  # what the embedded server does while it answers
-        with open(log, "a") as fh:
-            fh.write("Llama.generate: 300 prefix-match hit, remaining 100 prompt tokens to eval\n" + PERF)
-        return AIMessage(content="ok", usage_metadata={"input_tokens": 400, "output_tokens": 1, "total_tokens": 401})
-
-    handle = ModelHandle("critic", "embedded", "m", ScriptedChatModel([server]), "json_object", 8192,
-                         kv_cache=KVCacheLog(log))
-    reply, _ = handle.invoke([HumanMessage(content="hello")])
-    assert cached_prompt_tokens(reply) == 300 and reply.usage_metadata["input_tokens"] == 400
+def test_an_endpoints_cached_tokens_are_read_from_its_usage():
+    reply = AIMessage(content="ok", usage_metadata={"input_tokens": 400, "output_tokens": 1, "total_tokens": 401,
+                                                    "input_token_details": {"cache_read": 300}})
+    assert cached_prompt_tokens(reply) == 300
+    assert cached_prompt_tokens(AIMessage(content="ok")) is None
 
 
 def test_the_hit_rate_is_over_what_the_endpoint_counted():
@@ -64,7 +31,8 @@ def test_each_role_sends_its_own_stable_cache_key_to_openai_and_nothing_to_other
     pool = build_pool(Settings(model="gpt-4o-mini", api_key="sk-test-not-a-key"), ["planner", "writer"])
     keys = {r: h.chat_model.model_kwargs.get("prompt_cache_key") for r, h in pool.handles.items()}
     assert keys == {"planner": "briefroom-planner", "writer": "briefroom-writer"}
-    local = build_pool(Settings(model="qwen2.5", base_url="http://127.0.0.1:8000/v1"), ["planner"])
+    local = build_pool(Settings(model="qwen2.5", base_url="http://127.0.0.1:8000/v1", endpoint_kind="vllm"),
+                       ["planner"])
     assert "prompt_cache_key" not in local.handles["planner"].chat_model.model_kwargs
 
 

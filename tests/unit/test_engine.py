@@ -1,0 +1,78 @@
+"""The embedded engine: threads from the cores free, a slot per role, the server command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from briefroom.config import Settings
+from briefroom.llm import build_pool, embedded_slots
+from briefroom.models import embedded
+from briefroom.models.embedded import EmbeddedServer, threads_for
+
+
+def _server(tmp_path: Path, **kw) -> EmbeddedServer:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    server = EmbeddedServer(model_path=model, log_path=tmp_path / "log", **kw)
+    server.port = 1234
+    return server
+
+
+def _flags(command: list[str]) -> dict[str, str]:
+    start = command.index("--model")
+    return dict(zip(command[start::2], command[start + 1::2]))
+
+
+def test_the_server_runs_llama_cpps_own_server_with_a_full_window_per_slot(tmp_path):
+    server = _server(tmp_path, slots=6, threads=1)
+    command = server.command()
+    assert command[1:3] == ["-m", "briefroom.models.llama_server"]
+    flags = _flags(command)
+    assert flags["--slots"] == "6" and flags["--slot-context"] == str(embedded.EMBEDDED_CONTEXT)
+    assert flags["--threads"] == "1"
+
+
+@pytest.mark.parametrize("free, cores, expected", [
+    (0.0, 2, 1),   # both cores busy: one thread, never zero
+    (0.9, 2, 1),   # one core free: one thread (two would wait at every barrier)
+    (1.4, 2, 1),
+    (1.8, 2, 2),   # nearly idle
+    (2.0, 2, 2),
+    (31.0, 32, 8),  # capped: more threads than this stop paying on small models
+])
+def test_threads_follow_the_cores_actually_free(free, cores, expected):
+    assert threads_for(free, cores) == expected
+
+
+def test_free_cores_are_read_from_the_machines_cpu_time(monkeypatch):
+    samples = iter([(1000, 4000), (1000 + 500, 4000 + 1000)])  # half the machine busy in between
+    monkeypatch.setattr(embedded, "_cpu_times", lambda: next(samples))
+    monkeypatch.setattr(embedded.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(embedded, "cpu_count", lambda: 2)
+    assert embedded.free_cores(sample_seconds=0) == pytest.approx(1.0)
+
+
+def test_threads_set_by_the_user_are_kept_and_the_cores_are_not_sampled(tmp_path, monkeypatch):
+    monkeypatch.setattr(embedded, "free_cores", lambda *a, **k: pytest.fail("sampled although set"))
+    server = _server(tmp_path, threads=3)
+    assert server.threads == 3 and _flags(server.command())["--threads"] == "3"
+
+
+def test_each_role_and_each_searcher_instance_gets_its_own_slot():
+    roles = ["planner", "searcher", "critic", "writer"]
+    slots = embedded_slots(roles, parallel=3)
+    assert slots == 6
+    pool = build_pool(Settings(model="embedded"), roles, embedded_base_url="http://127.0.0.1:9/v1",
+                      embedded_slots=slots)
+    base = [pool.handles[r].slot for r in roles]
+    instances = [pool.for_role(f"searcher/{n}").slot for n in (1, 2)]
+    assert base == [0, 1, 2, 3] and instances == [4, 5]
+    assert len(set(base + instances)) == slots  # no two workers share a KV cache
+    assert embedded_slots(roles, parallel=1) == 4
+
+
+def test_the_threads_setting_comes_from_the_environment():
+    assert Settings.from_env({"BRIEFROOM_THREADS": "2"}).threads == 2
+    assert Settings.from_env({"BRIEFROOM_IDLE_TIMEOUT": "42"}).idle_timeout == 42
