@@ -832,7 +832,12 @@ def eval_(
     base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")] = None,
     context: Annotated[list[str], typer.Option("--context", help="layered and/or naive (repeat the flag to "
                                                "compare both in one run)")] = [],
-    repeat: Annotated[int, typer.Option(min=1, max=20, help="runs per scenario and context")] = 1,
+    repeat: Annotated[int, typer.Option(min=1, max=20, help="runs per scenario and context; the summary shows "
+                                        "each metric's mean, stdev and range over the repeats")] = 1,
+    split: Annotated[str, typer.Option(help="dev (tuned on), test (held out) or all (both, reported "
+                                       "apart)")] = "all",
+    score: Annotated[Optional[Path], typer.Option("--score", help="score this Markdown report (a peer's, say) "
+                                                  "against the one scenario given, instead of running")] = None,
     out: Annotated[Optional[Path], typer.Option(help="folder for the run directories (default: a temp folder)")] = None,
     html_file: Annotated[Optional[Path], typer.Option("--html", help="also write an offline page with charts")] = None,
     min_recall: Annotated[Optional[float], typer.Option(min=0, max=1, help="exit 1 below this mean recall")] = None,
@@ -847,10 +852,18 @@ def eval_(
     quiet: Quiet = False,
 ) -> None:
     """Score reports against answer keys: recall, citation support, unsupported numbers,
-    coverage of the question's parts, language, tokens, calls and time."""
-    from briefroom.evaluation import page
-    from briefroom.evaluation.suite import run_suite, summarize, threshold_failures
+    coverage of the question's parts, traps in the short answer, the authoritative figure,
+    language, tokens, calls and time; the dev and test splits apart (thresholds apply to each)."""
+    from briefroom.evaluation import page, text
+    from briefroom.evaluation.suite import SplitChoice, discover, run_suite, unrecorded
+    from briefroom.evaluation.summary import rows_by_label, summarize, summarize_splits, threshold_failures
 
+    if split not in ("dev", "test", "all"):
+        raise _fail(f"--split must be dev, test or all, not {split!r}", 2)
+    chosen: SplitChoice = "dev" if split == "dev" else "test" if split == "test" else "all"
+    if score is not None:
+        _eval_score_file(score, scenarios, as_json)
+        return
     contexts = list(dict.fromkeys(context)) or ["layered"]
     for c in contexts:
         if c not in ("layered", "naive"):
@@ -859,42 +872,53 @@ def eval_(
         raise _fail("--context and --base-url go with --model: without a model, scenarios replay their recordings", 2)
     settings = _settings(data_dir=data_dir, **({"base_url": base_url} if base_url else {}))
     try:
+        skipped = [] if model is not None else unrecorded(discover(scenarios, chosen))
         results = run_suite(scenarios, contexts=contexts, repeat=repeat, model=model, settings=settings, out_root=out,
+                            split=chosen,
                             progress=None if quiet or as_json else (lambda s: err.print(f"[dim]{s}[/]", markup=True)))
     except BriefroomError as exc:
         raise _fail(str(exc)) from None
+    splits = summarize_splits(results)
     summary = summarize(results)
     if as_json:
-        sys.stdout.write(json.dumps({"summary": summary, "runs": [r.as_dict() for r in results]},
-                                    indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps({"splits": splits, "summary": summary, "skipped_unrecorded": skipped,
+                                     "runs": [r.as_dict() for r in results]}, indent=2, ensure_ascii=False) + "\n")
     else:
-        for r in results:
-            s = r.score
-            line = (f"{r.scenario:<32} {r.context:<8} recall {s.recall:.2f}  support {s.support:.2f}  "
-                    f"coverage {s.coverage:.2f}  unsupported {len(s.unsupported_numbers)}  "
-                    f"unretrieved {s.unretrieved_citations}  traps {len(s.trap_hits)}  "
-                    f"language {'ok' if s.language_ok else 'WRONG'}  {r.prompt_tokens:,} prompt tokens  "
-                    f"{r.calls} calls  {r.wall_s:.0f}s" if s else f"{r.scenario:<32} {r.context:<8} failed: {r.error}")
-            sys.stdout.write(line + "\n")
-        for c, row in summary.items():
-            cached = "n/a" if row["cache_hit_rate"] is None else \
-                f"{row['cached_prompt_tokens']:,} served from the endpoint's cache, {row['cache_hit_rate']:.0%}"
-            sys.stdout.write(f"overall {c}: recall {row['recall']:.2f}, support {row['support']:.2f}, coverage "
-                             f"{row['coverage']:.2f}, {row['unsupported_numbers']} unsupported numbers, "
-                             f"{row['unretrieved_citations']} unretrieved citations, {row['trap_hits']} traps, "
-                             f"language ok {row['language_ok']}/{row['runs'] - row['failed']}, "
-                             f"{row['prompt_tokens']:,} prompt + {row['completion_tokens']:,} completion tokens "
-                             f"({cached} cached), {row['calls']} calls, {row['wall_s']}s\n")
+        sys.stdout.write(text.render(results, splits, skipped))
     if html_file is not None:
         html_file.write_text(page.render(results, summary), encoding="utf-8")
         err.print(f"wrote {html_file}")
-    failures = threshold_failures(summary, {"min_recall": min_recall, "min_support": min_support,
-                                            "min_coverage": min_coverage, "max_unsupported": max_unsupported,
-                                            "max_unretrieved": max_unretrieved}, results)
+    failures = threshold_failures(rows_by_label(splits), {
+        "min_recall": min_recall, "min_support": min_support, "min_coverage": min_coverage,
+        "max_unsupported": max_unsupported, "max_unretrieved": max_unretrieved}, results)
     if failures:
         for line in failures:
             err.print(f"[bold red]below threshold:[/] {escape(line)}", markup=True)
         raise typer.Exit(1)
+
+
+def _eval_score_file(report: Path, scenarios: list[Path], as_json: bool) -> None:
+    """`eval --score REPORT.md SCENARIO`: the suite's scores for one report written anywhere."""
+    from dataclasses import asdict
+
+    from briefroom.evaluation.scoring import score_report_file
+
+    if len(scenarios) != 1:
+        raise _fail("--score needs exactly one scenario folder: briefroom eval --score REPORT.md scenarios/NAME", 2)
+    try:
+        s = score_report_file(report, scenarios[0])
+    except BriefroomError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        sys.stdout.write(json.dumps({**asdict(s), "support": round(s.support, 4)}, indent=2,
+                                    ensure_ascii=False) + "\n")
+        return
+    authoritative = {None: "-", True: "yes", False: "NO"}[s.short_answer_authoritative]
+    sys.stdout.write(f"{report}: recall {s.recall:.2f}  support {s.support:.2f}  coverage {s.coverage:.2f}  "
+                     f"unsupported {len(s.unsupported_numbers)}  unretrieved {s.unretrieved_citations}  "
+                     f"traps {len(s.trap_hits)} (short answer {len(s.short_answer_trap_hits)})  "
+                     f"authoritative {authoritative}  language {'ok' if s.language_ok else 'WRONG'}\n"
+                     f"missed: {', '.join(s.missed) or '-'}\n")
 
 
 def _stop_like_ctrl_c(*_: object) -> None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import difflib
 import shutil
 from pathlib import Path
+from typing import Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from briefroom.config import Settings
 from briefroom.errors import ConfigError
@@ -44,6 +45,13 @@ class AnswerKeyItem(BaseModel):
     part: int = Field(default=1, ge=1, description="which of the question's parts it answers (1-based)")
 
 
+Split = Literal["dev", "test"]
+# What a scenario tempts the team to get wrong: a less credible source's figure
+# (credibility), a neighbouring measure (measure: sold vs installed, capacity vs
+# generation), or an old forecast for the year asked about (time).
+TrapKind = Literal["credibility", "measure", "time"]
+
+
 class Scenario(BaseModel):
     name: str
     question: str
@@ -52,6 +60,10 @@ class Scenario(BaseModel):
     answer_key: list[AnswerKeyItem] = Field(default_factory=list)
     must_not: list[str] = Field(default_factory=list, description="strings that mean the report fell for a trap")
     unanswerable: bool = Field(default=False, description="the corpus does not answer; the report must say so")
+    split: Split = Field(default="test", description="dev: prompts and thresholds may be tuned on it; test: never")
+    trap: list[TrapKind] = Field(default_factory=list, description="the kinds of trap the corpus sets")
+    authoritative: list[str] = Field(default_factory=list,
+                                     description="spellings of the authoritative figure the short answer must give")
     context: str = Field(default="layered", description="the context strategy the recording ran with")
     parallel: int = Field(default=1, ge=1, description="searcher instances the recording ran with (--parallel); "
                                                        "its recorded calls are kept per instance")
@@ -66,6 +78,19 @@ class Scenario(BaseModel):
                                                description="per role, the model settings that shaped its prompts")
     roles_dirs: list[str] = Field(default_factory=list,
                                   description="plugin roles the recording ran with, copied under roles/")
+
+    @field_validator("trap", mode="before")
+    @classmethod
+    def _one_trap_or_many(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value  # `trap: credibility` reads as a list of one
+
+    @model_validator(mode="after")
+    def _credibility_names_its_figure(self) -> "Scenario":
+        # Without the authoritative figure, a credibility trap could only be scored by its
+        # must_not strings, and a short answer that dodges the question would pass.
+        if "credibility" in self.trap and not self.authoritative:
+            raise ValueError("trap: credibility needs authoritative: [the figure the short answer must give]")
+        return self
 
     @property
     def evaluable(self) -> bool:
@@ -86,7 +111,8 @@ class Scenario(BaseModel):
             return cls.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0]
-            raise ConfigError(f"{path}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
+            where = ".".join(map(str, first["loc"]))  # empty for a rule across fields
+            raise ConfigError(f"{path}: {where + ': ' if where else ''}{first['msg']}") from exc
 
     def corpus_dir(self, directory: Path) -> Path:
         return directory / self.corpus
@@ -120,7 +146,7 @@ def write_scenario(directory: Path, request, settings: Settings, charter: Charte
     existing = Scenario.load(directory) if (directory / SCENARIO_FILE).exists() else None
     # What a person wrote about the scenario (answer key, traps, parts) survives a re-recording.
     kept = existing.model_dump(include={"language", "parts", "answer_key", "must_not", "unanswerable",
-                                        "expected_facts"}) if existing else {}
+                                        "expected_facts", "split", "trap", "authoritative"}) if existing else {}
     scenario = Scenario(**kept, name=name, question=charter.goal, corpus=corpus_target.name,
                         rounds=charter.max_rounds, max_revisions=charter.max_revisions,
                         constraints=list(charter.constraints), acceptance_criteria=list(request.acceptance_criteria),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from briefroom.evaluation.report_layout import key_figures, short_answer
 from briefroom.protocol.extraction import is_cjk, sentences
 from briefroom.report.checks import GROUNDING_THRESHOLD, grounding, readings_in, split_report, unsupported_numbers
 
@@ -43,6 +44,10 @@ class ReportScore:
     language_ok: bool
     says_unanswered: bool
     notes: list[str] = field(default_factory=list)
+    short_answer: str = ""             # the report's opening answer, as `report_layout.short_answer` reads it
+    short_answer_trap_hits: list[str] = field(default_factory=list)  # must_not in the short answer or key figures
+    # None: the scenario names no authoritative figure (only credibility traps must)
+    short_answer_authoritative: bool | None = None
 
     @property
     def support(self) -> float:
@@ -62,9 +67,10 @@ def states(body: str, spellings: list[str]) -> bool:
 
 def score_report(markdown: str, *, question: str, language: str, answer_key: list[KeyFact], parts: list[str],
                  must_not: list[str], unanswerable: bool, source_texts: dict[str, str],
-                 retrieved: set[str]) -> ReportScore:
+                 retrieved: set[str], authoritative: list[str] | None = None) -> ReportScore:
     """Score a report. `source_texts`: every corpus document's text by source id;
-    `retrieved`: the ids the run retrieved (a citation elsewhere is a fabrication)."""
+    `retrieved`: the ids the run retrieved (a citation elsewhere is a fabrication);
+    `authoritative`: spellings of the figure the short answer must give (credibility traps)."""
     body, mapping = split_report(markdown)
     found = [k.name for k in answer_key if states(body, k.any)]
     missed = [k.name for k in answer_key if k.name not in found]
@@ -101,9 +107,15 @@ def score_report(markdown: str, *, question: str, language: str, answer_key: lis
                 supported += 1
     wants_cjk = language.lower().startswith("zh")
     prose = " ".join(sentences(body))
+    opening = short_answer(body)
+    # A trap figure in the opening or the key figures is presented as the answer; one in
+    # a section that names it as a forecast or an estimate is not, so trap_hits over-counts.
+    headline = opening + "\n" + key_figures(body)
     return ReportScore(recall=recall, found=found, missed=missed, coverage=coverage, cited_sentences=cited,
                        supported_sentences=supported, unsupported_numbers=unsupported,
                        unretrieved_citations=unretrieved,
                        trap_hits=[t for t in must_not if states(body, [t])],
                        language_ok=is_cjk(prose) == wants_cjk if prose else False,
-                       says_unanswered=said_unanswered)
+                       says_unanswered=said_unanswered, short_answer=opening,
+                       short_answer_trap_hits=[t for t in must_not if states(headline, [t])],
+                       short_answer_authoritative=states(opening, authoritative) if authoritative else None)

@@ -59,9 +59,9 @@ def render(results: list[CaseResult], summary: dict[str, dict[str, Any]]) -> str
                         max((v for _, vs in tokens for v in vs.values()), default=1.0)))
     legend = " ".join(f'<span style="color:{COLORS.get(c, "#555")}">■ {E(c)}</span>' for c in contexts)
     head = ("<tr><th>context</th>" + "".join(f"<th>{E(k)}</th>" for k in next(iter(summary.values()))
-                                              if k != "by_role") + "</tr>")
+                                              if k not in ("by_role", "spread")) + "</tr>")
     body = "".join("<tr><td>" + E(c) + "</td>" + "".join(f"<td>{E(str(v))}</td>" for k, v in row.items()
-                                                         if k != "by_role") + "</tr>" for c, row in summary.items())
+                                                         if k not in ("by_role", "spread")) + "</tr>" for c, row in summary.items())
     cases = "".join(
         f"<tr><td>{E(r.scenario)}</td><td>{E(r.context)}</td><td>{r.repeat}</td>"
         f"<td>{'' if r.score is None else f'{r.score.recall:.2f}'}</td>"

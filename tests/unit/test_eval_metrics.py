@@ -1,7 +1,8 @@
 """`briefroom eval`'s scores, on reports written by hand so each number is known."""
 
 from briefroom.evaluation.metrics import KeyFact, score_report
-from briefroom.evaluation.suite import CaseResult, summarize, threshold_failures
+from briefroom.evaluation.suite import CaseResult
+from briefroom.evaluation.summary import summarize, threshold_failures
 from briefroom.inspect import AgentTotals
 
 TEXTS = {"S1": "Installers put 1.84 million heat pumps into service in 2025.",
