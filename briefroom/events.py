@@ -405,6 +405,31 @@ class RunPaused(_Base):
     event: Literal["run_paused"] = "run_paused"
     round: int
     next: list[str]
+    waiting_for: str | None = None  # the question a run paused on for its user (review.py): plan_review, clarify
+
+
+class ReviewedTask(_Strict):
+    task_id: str
+    question: str
+
+
+class PlanReview(TurnEvent):
+    """The user's review of the plan (`--review-plan`): the sub-questions before and
+    after it, and their note; the tasks after it are the ones handed out."""
+
+    event: Literal["plan_review"] = "plan_review"
+    before: list[ReviewedTask]
+    after: list[ReviewedTask]
+    accepted: bool  # taken as proposed
+    note: str | None = None
+
+
+class Clarification(TurnEvent):
+    """The Planner's clarifying questions (`--clarify`) and the user's answers ("" for none)."""
+
+    event: Literal["clarification"] = "clarification"
+    questions: list[str]
+    answers: list[str]
 
 
 class Interrupted(_Base):
@@ -434,14 +459,14 @@ EVENT_TYPES: tuple[type[_Base], ...] = (
     RunStart, RunRestart, RunResume, Index, ModelServer, Models, LlmCall, ContractErrorEvent, BudgetStop,
     ToolCall, ToolResult, Fallback, ClaimRejected, BusMessage, MemoryReuse, ReportRepair, ReportAccepted,
     Finishing, Compaction, SummaryPointReplaced, RoundSummaryEvent, RoundEnd, MemoryRead, MemoryWrite,
-    MemoryGates, RunPaused, Interrupted, ErrorEvent, RunEnd,
+    MemoryGates, RunPaused, Interrupted, ErrorEvent, RunEnd, PlanReview, Clarification,
 )
 
 Event = Annotated[
     Union[RunStart, RunRestart, RunResume, Index, ModelServer, Models, LlmCall, ContractErrorEvent, BudgetStop,
           ToolCall, ToolResult, Fallback, ClaimRejected, BusMessage, MemoryReuse, ReportRepair, ReportAccepted,
           Finishing, Compaction, SummaryPointReplaced, RoundSummaryEvent, RoundEnd, MemoryRead, MemoryWrite,
-          MemoryGates, RunPaused, Interrupted, ErrorEvent, RunEnd],
+          MemoryGates, RunPaused, Interrupted, ErrorEvent, RunEnd, PlanReview, Clarification],
     Field(discriminator="event"),
 ]
 _WITH_ROUND = (TurnEvent, Finishing, Compaction, SummaryPointReplaced, RoundSummaryEvent, RoundEnd, RunPaused,

@@ -24,6 +24,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from langgraph.types import Command
+
 from briefroom import runs
 from briefroom.agents.base import Role
 from briefroom.agents.registry import bus_for, discover
@@ -59,6 +61,16 @@ from briefroom.protocol.redaction import redact_text
 from briefroom.protocol.tools import artifact_tool, corpus_tools
 from briefroom.records import DEFAULT_CRITERIA, Charter, Fact, SourceRecord
 from briefroom.report.language import language_of
+from briefroom.review import (
+    ClarifyRequest,
+    PlanReviewRequest,
+    RecordedAnswers,
+    Reviewer,
+    ReviewOptions,
+    load_recorded_review,
+    pending_request,
+    save_recorded_review,
+)
 from briefroom.runlog import RunLog
 from briefroom.web.index import WebIndex
 from briefroom.web.tools import build_web, cite_web
@@ -83,6 +95,8 @@ class ResearchRequest:
     tools: dict[str, Any] = field(default_factory=dict)  # replace or add tools by name (protocol.tools.Tool)
     scenario: Path | None = None  # replays: the scenario folder (kept in run.json so a replay can resume)
     thread_id: str | None = None  # the graph's thread; a queued job's is `job-<id>` (default: the run's name)
+    review: ReviewOptions = field(default_factory=ReviewOptions)  # what the run asks its user (review.py)
+    reviewer: Reviewer | None = None  # who answers; None: a run that asks stays paused at the question
 
 
 @dataclass
@@ -95,6 +109,7 @@ class RunResult:
     status: runs.Status = "done"
     tokens_used: int = 0
     budget: int | None = None
+    waiting_for: PlanReviewRequest | ClarifyRequest | None = None  # paused at a question for its user
 
     @property
     def over_budget(self) -> int:
@@ -131,16 +146,20 @@ def make_charter(request: ResearchRequest, settings: Settings, roles: list[Role]
 
 
 def initial_state(charter: Charter, planner: str, facts: list[Fact] | None = None,
-                  sources: dict[str, SourceRecord] | None = None, log_seq: int = 0) -> AgentState:
+                  sources: dict[str, SourceRecord] | None = None, log_seq: int = 0,
+                  review: ReviewOptions | None = None) -> AgentState:
     """The state a run starts from: the user's goal, addressed to `planner` (the role
     with the capability "plan")."""
     # The user's goal is the root task, t0: every sub-task's lineage ends in it.
     ask = make_message(sender="user", msg_type=MsgType.INSTRUCTION, receiver=planner, content=charter.goal,
                        round=1, seq=0, priority=Priority.P0, ttl_rounds=charter.max_rounds,
                        payload=Instruction(task_id="t0"))
-    return AgentState(charter=charter, round=1, whiteboard=[ask], revisions=0, done=False, report=None,
-                      facts=list(facts or []), sources=dict(sources or {}),
-                      ledger={"log_seq": log_seq, "tokens_used": 0, "model_calls": {}})
+    state = AgentState(charter=charter, round=1, whiteboard=[ask], revisions=0, done=False, report=None,
+                       facts=list(facts or []), sources=dict(sources or {}),
+                       ledger={"log_seq": log_seq, "tokens_used": 0, "model_calls": {}})
+    if review is not None and review.any:  # only then: a run that asks nothing checkpoints as before
+        state["review"] = {"plan": review.plan, "clarify": review.clarify}
+    return state
 
 
 ProgressFn = Callable[[Progress], None]
@@ -201,10 +220,11 @@ def _thread_id(request: ResearchRequest, run_dir: Path, settings: Settings) -> s
 
 def resume_research(run_dir: Path, overrides: dict[str, Any] | None = None, progress: ProgressFn | None = None,
                     *, live: bool = False, models: ModelPool | None = None, tools: dict[str, Any] | None = None,
-                    stop_after_round: int | None = None) -> RunResult:
+                    stop_after_round: int | None = None, reviewer: Reviewer | None = None) -> RunResult:
     """Continue a run from its last checkpoint, after a crash, Ctrl-C, a dead endpoint or
     a FatalBreaker whose cause was fixed (`overrides`, e.g. {"max_tokens": 60000}).
-    A replay continues with its cassette, or with a live model when `live` is set."""
+    A replay continues with its cassette, or with a live model when `live` is set.
+    A run paused at a question for its user is asked again, through `reviewer`."""
     record = runs.load(run_dir)
     if record.recording:
         raise ConfigError("a recording cannot be resumed (its cassette would have a hole); record it again")
@@ -223,7 +243,7 @@ def resume_research(run_dir: Path, overrides: dict[str, Any] | None = None, prog
                               acceptance_criteria=list(record.acceptance_criteria),
                               roles_dirs=[Path(p) for p in record.roles_dirs], cassette=cassette,
                               replay_handles=replay_handles, models=models, tools=dict(tools or {}),
-                              scenario=scenario)
+                              scenario=scenario, reviewer=reviewer)
     record.settings = runs.settings_for_record(settings)
     return _execute(run_dir, record, settings, request, progress, stop_after_round)
 
@@ -343,18 +363,22 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                              parallel=settings.parallel,
                              compaction=Compaction(*settings.compact_at),
                              transcript_path=run_dir / TRANSCRIPT_FILE)
+            review, reviewer = _review_of(request, snapshot.values.get("review") if resumed else None)
             if resumed:
                 ctx.restore(snapshot.values.get("ledger", {}))
                 if request.cassette is not None:
                     request.cassette.seek(ctx.ledger()["model_calls"])
             else:
-                graph_input = initial_state(charter, bus.address("plan"), known_facts, known_sources, log_seq=log.seq)
-            snapshot = _stream(graph, graph_input, config, ctx, run_dir, record, stop_after_round)
+                graph_input = initial_state(charter, bus.address("plan"), known_facts, known_sources, log_seq=log.seq,
+                                            review=review)
+            snapshot = _stream(graph, graph_input, config, ctx, run_dir, record, stop_after_round, reviewer)
             state: AgentState = snapshot.values  # type: ignore[assignment]
-            if snapshot.next:  # paused on purpose; the checkpoint holds everything
-                log.event("run_paused", round=record.round, next=list(snapshot.next))
+            if snapshot.next:  # paused on purpose (or for its user); the checkpoint holds everything
+                asked = pending_request(snapshot)
+                log.event("run_paused", round=record.round, next=list(snapshot.next),
+                          **({"waiting_for": asked.kind} if asked else {}))
                 runs.update(run_dir, record, status="paused")
-                return RunResult(run_dir, None, state, pool.labels, log.events, status="paused")
+                return RunResult(run_dir, None, state, pool.labels, log.events, status="paused", waiting_for=asked)
             result = _finish(run_dir, record, state, ctx, memory, namespace, log, pool, request, settings, recorder)
             runs.update(run_dir, record, status="done", round=int(state.get("round", record.round)))
             return result
@@ -438,12 +462,31 @@ def _model_pool(settings: Settings, request: ResearchRequest, names: list[str], 
     return pool
 
 
+def _review_of(request: ResearchRequest, state_review: Any) -> tuple[ReviewOptions, Reviewer | None]:
+    """What the run asks its user, and who answers: a replay answers as its recording
+    did (after the answers its checkpoint already holds), any other run its caller."""
+    recorded = load_recorded_review(request.scenario) \
+        if request.cassette is not None and request.scenario is not None else None
+    if recorded is None:
+        return request.review, request.reviewer
+    return recorded.options, RecordedAnswers(recorded.answers[len((state_review or {}).get("answers", [])):])
+
+
 def _stream(graph: Any, graph_input: Any, config: dict[str, Any], ctx: RunContext, run_dir: Path,
-            record: runs.RunRecord, stop_after_round: int | None) -> Any:
+            record: runs.RunRecord, stop_after_round: int | None, reviewer: Reviewer | None = None) -> Any:
     """Run the graph to its end (or to the end of round `stop_after_round`), saving the
-    round reached in run.json as rounds end; returns the last snapshot."""
+    round reached in run.json as rounds end; returns the last snapshot. A question for
+    the user (an interrupt, `review.py`) goes to `reviewer`; the run goes on with its
+    answer, or stays paused at the question when there is none."""
     pause = [ROUND_END] if stop_after_round is not None else None
     while True:
+        if graph_input is None:  # resuming: the checkpoint may be waiting on a question
+            asked = pending_request(graph.get_state(config))
+            if asked is not None:
+                answer = reviewer(asked) if reviewer is not None else None
+                if answer is None:
+                    return graph.get_state(config)
+                graph_input = Command(resume=answer)
         for update in graph.stream(graph_input, config=config, context=ctx, durability="sync",
                                    stream_mode="updates", interrupt_after=pause):
             if isinstance(update, dict) and update.get(ROUND_END):
@@ -451,9 +494,21 @@ def _stream(graph: Any, graph_input: Any, config: dict[str, Any], ctx: RunContex
                 record.round = int(values["round"]) - (0 if values.get("done") else 1)
                 runs.save(run_dir, record)
         snapshot = graph.get_state(config)
+        _save_charter(run_dir, snapshot.values.get("charter"))
+        if pending_request(snapshot) is not None:
+            graph_input = None  # the user is asked at the top of the loop
+            continue
         if not snapshot.next or stop_after_round is None or record.round >= stop_after_round:
             return snapshot
         graph_input = None  # a round ended before the one to pause after: go on
+
+
+def _save_charter(run_dir: Path, charter: Charter | None) -> None:
+    """charter.json as the run now holds it: the user's answers add constraints."""
+    path = run_dir / "charter.json"
+    text = charter.model_dump_json(indent=2) + "\n" if charter is not None else None
+    if text is not None and (not path.is_file() or path.read_text(encoding="utf-8") != text):
+        write_atomic(path, text)
 
 
 def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunContext, memory: MemoryBackend | None,
@@ -485,8 +540,15 @@ def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunCo
 
         handles = {role: RecordedHandle(label=h.label, tool_mode=h.tool_mode, structured_mode=h.structured_mode,
                                         context_window=h.context_window) for role, h in pool.handles.items()}
-        write_scenario(request.record, request, settings, state["charter"], recorder, report.markdown,
+        # The scenario keeps the charter the run started from; the user's answers, which
+        # added to it, are kept apart (review.json), and its replay gives them again.
+        started_with = state["charter"].model_copy(update={"constraints": tuple(request.constraints)})
+        write_scenario(request.record, request, settings, started_with, recorder, report.markdown,
                        label=" / ".join(sorted(pool.labels)), handles=handles)
+        review = state.get("review") or {}
+        save_recorded_review(request.record, ReviewOptions(plan=bool(review.get("plan")),
+                                                           clarify=bool(review.get("clarify"))),
+                             review.get("answers", []))
         if isinstance(ctx.counter, ServedTokenCounter):  # its replay builds the prompts with these counts
             ctx.counter.save(request.record)
     return RunResult(run_dir, markdown, state, pool.labels, log.events, tokens_used=ctx.tokens_used,

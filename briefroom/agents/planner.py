@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
+from briefroom.graph.state import ReviewState
 from briefroom.memory.store import terms
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
@@ -12,6 +13,17 @@ from briefroom.protocol.payloads import ArtifactRef, Conclusion, Instruction
 from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.records import Fact
 from briefroom.report.language import part_query, question_parts
+from briefroom.review import (
+    MAX_CLARIFYING_QUESTIONS,
+    ClarifyAnswer,
+    ClarifyRequest,
+    PlanAnswer,
+    PlannedTask,
+    PlanReviewRequest,
+    ask_user,
+    clarified_constraints,
+    reviewed_tasks,
+)
 
 # What the Searcher takes in one turn (its MAX_INSTRUCTIONS_PER_TURN).
 MAX_QUESTIONS = 4
@@ -100,7 +112,35 @@ class Plan(BaseModel):
     subquestions: list[Subquestion] = Field(min_length=1, max_length=3)
 
 
+class ClarifyingQuestion(BaseModel):
+    question: str = Field(min_length=8, max_length=200, description="one short question to the user")
+
+
+class ClarifyingQuestions(BaseModel):
+    questions: list[ClarifyingQuestion] = Field(max_length=MAX_CLARIFYING_QUESTIONS)  # none: the goal is clear
+
+
 def step(turn: Turn) -> None:
+    # A run that asks its user goes in turns that each end after a model call or with
+    # a question (see `review.py`): clarify -> ask -> plan -> review -> publish. Until the
+    # plan is out, the user's goal stays unread, so routing brings the Planner back.
+    review: ReviewState = turn.state.get("review") or {}
+    if review.get("clarify") and not review.get("clarified") and "questions" not in review:
+        return write_clarifying_questions(turn, review)
+    if review.get("questions") is not None and not review.get("clarified"):
+        return take_clarifications(turn, review)
+    if review.get("proposed") is not None:
+        return take_plan_review(turn, review)
+    planned, distinct = plan(turn)
+    if review.get("plan") and not review.get("reviewed"):
+        return hold_for_review(turn, review, planned)
+    publish_plan(turn, planned)
+    turn.note(f"round {turn.round}: asked {distinct} question(s)")
+
+
+def plan(turn: Turn) -> tuple[list[tuple[str, Instruction]], int]:
+    """The sub-questions to hand out, each with its task envelope, and how many distinct
+    questions were planned (one model call)."""
     gaps = [m.body.content for m in turn.unread_of(MsgType.CRITIQUE)]
     task = "Split the goal into one to three focused questions for the Searcher."
     if gaps:
@@ -129,19 +169,103 @@ def step(turn: Turn) -> None:
     # fact is in the team's facts, with its original source); one question always goes
     # out, so the round still produces fresh evidence.
     remembered = [f for f in turn.all_facts() if f.found_by == "memory"]
-    tasks = handed_out(turn)
-    goals = [m for m in turn.unread_of(MsgType.INSTRUCTION) if m.payload_as(Instruction).task_id]
-    root = goals[0].payload_as(Instruction) if goals else Instruction(task_id="t0")
+    tasks, root = handed_out(turn), root_task(turn)
     gap_messages = turn.unread_of(MsgType.CRITIQUE)
+    planned = []
     for number, (question, known) in enumerate(zip(questions, answered_by(turn, questions, remembered)), start=1):
         if known is not None and len(questions) > 1 and question is not questions[-1]:
             turn.ctx.log.event("memory_reuse", agent="planner", round=turn.round, question=question,
                                fact=known.fact_id, source=known.source_id)
             turn.note(f"answered from memory: {question} -> {known.fact_id}")
             continue
-        turn.publish(MsgType.INSTRUCTION, question, to="search", priority=Priority.P0, ttl=1,
-                     payload=envelope(turn, question, number, gap_messages, tasks, root))
-    turn.note(f"round {turn.round}: asked {len(asked)} question(s)")
+        planned.append((question, envelope(turn, question, number, gap_messages, tasks, root)))
+    return planned, len(asked)
+
+
+def root_task(turn: Turn) -> Instruction:
+    goals = [m for m in turn.unread_of(MsgType.INSTRUCTION) if m.payload_as(Instruction).task_id]
+    return goals[0].payload_as(Instruction) if goals else Instruction(task_id="t0")
+
+
+def publish_plan(turn: Turn, planned: list[tuple[str, Instruction]]) -> None:
+    for question, task in planned:
+        turn.publish(MsgType.INSTRUCTION, question, to="search", priority=Priority.P0, ttl=1, payload=task)
+
+
+# --- asking the user (review.py) -------------------------------------------------------
+def keep_goal_unread(turn: Turn) -> None:
+    """End this turn without reading the user's goal: the Planner speaks again next."""
+    turn.extra["seen"] = {}
+
+
+def write_clarifying_questions(turn: Turn, review: ReviewState) -> None:
+    """Ask the model whether the goal needs the user's answers first (one model call);
+    the questions are asked in the next turn, none when the goal is clear."""
+    found = turn.ask("Is the goal ambiguous in a way that would change what to search (a region, a period, "
+                     "a measure, a definition)? If so, write up to three short questions for the user whose "
+                     "answers would change the plan; if the goal is clear, write none.", ClarifyingQuestions)
+    questions = list(dict.fromkeys(" ".join(q.question.split()) for q in found.questions))
+    turn.note(f"clarifying questions: {len(questions)}")
+    turn.extra["review"] = {**review, "questions": questions, "clarified": not questions}
+    keep_goal_unread(turn)
+
+
+def take_clarifications(turn: Turn, review: ReviewState) -> None:
+    request = ClarifyRequest(goal=turn.charter.goal, questions=list(review.get("questions") or []))
+    answer = ask_user(request)
+    assert isinstance(answer, ClarifyAnswer)
+    answers = [*answer.answers, *[""] * (len(request.questions) - len(answer.answers))]
+    turn.ctx.log.event("clarification", agent=turn.worker, round=turn.round, questions=request.questions,
+                       answers=answers)
+    added = clarified_constraints(request, answer)
+    if added:  # the plan, made next turn, and every later prompt read them in the charter
+        turn.extra["charter"] = turn.charter.model_copy(update={"constraints": (*turn.charter.constraints, *added)})
+    turn.extra["review"] = {**review, "clarified": True,
+                            "answers": [*review.get("answers", []), answer.model_dump(exclude_defaults=True)]}
+    keep_goal_unread(turn)
+
+
+def hold_for_review(turn: Turn, review: ReviewState, planned: list[tuple[str, Instruction]]) -> None:
+    """Keep the plan for the user's review, asked in the next turn (the model call is done)."""
+    proposed = [{"question": q, "envelope": task.model_dump(mode="json")} for q, task in planned]
+    turn.extra["review"] = {**review, "proposed": proposed}
+    keep_goal_unread(turn)
+
+
+def take_plan_review(turn: Turn, review: ReviewState) -> None:
+    """Ask the user about the plan kept last turn, then hand out the plan they left."""
+    proposed = {p["envelope"]["task_id"]: (p["question"], Instruction.model_validate(p["envelope"]))
+                for p in review.get("proposed") or []}
+    before = [PlannedTask(task_id=tid, question=q) for tid, (q, _) in proposed.items()]
+    answer = ask_user(PlanReviewRequest(goal=turn.charter.goal, tasks=before, max_tasks=MAX_QUESTIONS))
+    assert isinstance(answer, PlanAnswer)
+    after = reviewed_tasks(before, answer, turn.round)
+    turn.ctx.log.event("plan_review", agent=turn.worker, round=turn.round,
+                       before=[t.model_dump() for t in before], after=[t.model_dump() for t in after],
+                       accepted=not answer.changes, note=answer.note)
+    root, gaps = root_task(turn), turn.unread_of(MsgType.CRITIQUE)
+    planned = []
+    for task in after:
+        if task.task_id in proposed:
+            planned.append((task.question, proposed[task.task_id][1]))
+        else:  # an added question: a task of its own, child of the user's goal
+            added = envelope(turn, task.question, 0, gaps, handed_out(turn), root)
+            planned.append((task.question, added.model_copy(update={"task_id": task.task_id})))
+    publish_plan(turn, planned)
+    if answer.changes:  # the plan the user left is the team's: every prompt reads it in the charter
+        turn.extra["charter"] = turn.charter.model_copy(
+            update={"constraints": (*turn.charter.constraints, *reviewed_plan_constraints(after, answer.note))})
+    turn.note(f"round {turn.round}: the user reviewed the plan; asked {len(after)} question(s)")
+    turn.extra["review"] = {**review, "proposed": None, "reviewed": True,
+                            "answers": [*review.get("answers", []), answer.model_dump(exclude_defaults=True)]}
+
+
+def reviewed_plan_constraints(tasks: list[PlannedTask], note: str | None) -> list[str]:
+    lines = ["The user reviewed the plan; the report must answer: "
+             + "; ".join(f"{t.task_id} {t.question}" for t in tasks)]
+    if note:
+        lines.append(f"The user's note on the plan: {' '.join(note.split())}")
+    return lines
 
 
 ROLE = Role(

@@ -14,9 +14,24 @@ from briefroom.protocol.messages import AgentMessage
 from briefroom.records import Charter, Fact, Report, RoundRecord, SourceRecord, Worktable
 
 
+class ReviewState(TypedDict, total=False):
+    """What the run asks its user and what they said (`briefroom/review.py`). Plain
+    JSON values: the Planner keeps here, between its model call and its question, what
+    it will ask, because LangGraph runs an interrupted node again from its start."""
+
+    plan: bool  # the first plan waits for the user's review
+    clarify: bool  # the Planner may ask clarifying questions first
+    questions: list[str]  # the clarifying questions, once the model wrote them
+    clarified: bool  # their answers are in the charter (or there were none)
+    proposed: list[dict]  # the plan waiting for review: per task, its question and envelope
+    reviewed: bool  # the review is done; later rounds plan without asking
+    answers: list[dict]  # every answer taken, in order (a recording keeps them for its replay)
+
+
 class AgentState(TypedDict, total=False):
     charter: Charter
-    """Goal, acceptance criteria, constraints, max rounds. Set once; never trimmed."""
+    """Goal, acceptance criteria, constraints, max rounds. Set once, never trimmed; only
+    the user's answers before the first search add constraints (`review.py`)."""
 
     worktables: Annotated[dict[str, Worktable], reducers.merge_worktables]
     """Per-role private notes and drafts; a role's prompt only ever includes its own."""
@@ -62,6 +77,9 @@ class AgentState(TypedDict, total=False):
     instance: dict
     """Only in the input of one instance of a fan-out role (`graph/builder.py`): its
     number and the id of the one message it handles. Never written to the state."""
+
+    review: ReviewState
+    """Only in runs that ask their user (`--review-plan`, `--clarify`): see ReviewState."""
 
     memory_used: Annotated[dict[str, list[str]], reducers.merge_memory_used]
     """Per role, the long-term memory items (store ids) it used at a decision point: the
