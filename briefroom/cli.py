@@ -215,6 +215,9 @@ def research(
                                                     "subdomains (repeatable)")] = [],
     deny_domain: Annotated[list[str], typer.Option("--deny-domain", help="never fetch this domain or its "
                                                    "subdomains (repeatable)")] = [],
+    mcp_config: Annotated[Optional[Path], typer.Option(help="MCP servers file (JSON or YAML, Claude Desktop's "
+                                                       "mcpServers; env BRIEFROOM_MCP_CONFIG): the Searcher may "
+                                                       "call their tools and cite what they return")] = None,
     as_json: Json = False,
     quiet: Quiet = False,
     formats: Formats = [],
@@ -240,7 +243,8 @@ def research(
                              fact_threshold=fact_threshold, parallel=parallel, compact_at=compact_at,
                              language=language, database_url=database_url, threads=threads,
                              idle_timeout=idle_timeout, web=web, search_provider=search_provider, searxng_url=searxng_url,
-                             allow_domains=allow_domain or None, deny_domains=deny_domain or None)
+                             allow_domains=allow_domain or None, deny_domains=deny_domain or None,
+                             mcp_config=mcp_config)
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
                                               roles_dirs=list(roles_dir)), settings,
                               progress=_progress(quiet, as_json))

@@ -65,6 +65,8 @@ class Settings(BaseModel):
     web_allow_addresses: list[str] = Field(default_factory=list, description="address:port pairs fetch_url may "
                                            "reach although not public (tests, intranets)")
     web_interval: float = Field(default=1.0, ge=0, le=60, description="seconds between two requests to one host")
+    mcp_config: Path | None = Field(default=None, description="MCP servers file (JSON or YAML, Claude Desktop's "
+                                    "mcpServers): their tools go to the roles it names, the Searcher by default")
     compact_at: tuple[float, float, float] = Field(
         default=(0.6, 0.75, 0.85), description="shares of --max-tokens at which the run warns, compresses its "
                                                "prompts, and leaves only the Writer")
@@ -129,6 +131,7 @@ class Settings(BaseModel):
             "searxng_url": ("BRIEFROOM_SEARXNG_URL",),
             "web_allow_addresses": ("BRIEFROOM_WEB_ALLOW_ADDRESSES",),
             "web_interval": ("BRIEFROOM_WEB_INTERVAL",),
+            "mcp_config": ("BRIEFROOM_MCP_CONFIG",),
         }
         for field, names in pick.items():
             for name in names:
@@ -173,6 +176,15 @@ class Settings(BaseModel):
         if settings.web and settings.database_url:
             raise ConfigError("--web does not work with --database-url yet: fetched pages are indexed in the "
                               "data directory's index only")
+        if settings.mcp_config is not None:  # a bad file fails here, before a run directory exists
+            from briefroom.mcp.config import load_mcp_config
+
+            if settings.database_url:
+                raise ConfigError("--mcp-config does not work with --database-url yet: MCP results are indexed "
+                                  "in the data directory's index only")
+            load_mcp_config(settings.mcp_config)
+            # absolute in run.json: `briefroom resume` may run from another folder
+            settings = settings.model_copy(update={"mcp_config": settings.mcp_config.expanduser().resolve()})
         return settings
 
     def model_for(self, role: str) -> str | None:

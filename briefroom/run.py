@@ -43,6 +43,7 @@ from briefroom.graph.routing import ROUND_END
 from briefroom.graph.state import AgentState
 from briefroom.graph.summary import SUMMARIZER
 from briefroom.llm import ModelPool, build_pool, embedded_model_file, embedded_slots, needs_embedded_server
+from briefroom.mcp.servers import open_servers
 from briefroom.memory.gates import apply_gates
 from briefroom.memory.namespace import Namespace, default_user
 from briefroom.memory.reading import read_memory, remembered_facts
@@ -279,6 +280,9 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
             had_checkpoints = bool(settings.database_url) or (run_dir / "checkpoints.sqlite").is_file()
             saver = open_checkpoints(settings.database_url or run_dir / "checkpoints.sqlite")
             stack.callback(saver.conn.close)
+            # MCP servers start before the graph: the roles they serve are offered their tools
+            mcp_servers = stack.enter_context(open_servers(settings.mcp_config))
+            roles = mcp_servers.offer_to(roles)
             graph = build_graph(roles, bus, checkpointer=saver, parallel=settings.parallel)
             config = {"configurable": {"thread_id": record.thread_id}, "recursion_limit": 60 * settings.rounds,
                       "max_concurrency": settings.parallel}
@@ -350,6 +354,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
                                 interval=settings.web_interval)
                 stack.callback(web.close)
                 tools.update(web.tools())
+            tools.update(mcp_servers.tools(index))  # their results become sources in the index
             tools.update(request.tools)
             # for roles that declare it; with memory off it finds nothing
             tools["recall_memory"] = memory_tool(memory, namespace, settings.memory_scope,  # type: ignore[arg-type]
@@ -592,7 +597,7 @@ def open_index(settings: Settings) -> CorpusIndex:
         from briefroom.server.corpus_pg import PgCorpusIndex
 
         return PgCorpusIndex(settings.database_url, make_embedder(settings.embedder))
-    if settings.web:  # the corpus index, which also takes fetched pages (web/index.py)
+    if settings.web or settings.mcp_config:  # the corpus index, which also takes fetched pages and MCP results
         return WebIndex(settings.data_dir, make_embedder(settings.embedder))
     return CorpusIndex(settings.data_dir, make_embedder(settings.embedder))
 

@@ -68,6 +68,7 @@ class McpConnection:
         self._stop: asyncio.Event | None = None
         self._holder: concurrent.futures.Future[None] | None = None
         self._dead: str | None = None  # why the server cannot be used any more
+        self._http: Any = None  # a URL server's HTTP client, which the transport does not close
 
     # --- start and stop --------------------------------------------------------------
     def start(self, timeout_s: float = DEFAULT_START_TIMEOUT_S) -> list[RemoteTool]:
@@ -108,18 +109,20 @@ class McpConnection:
                 raise
         finally:
             self._dead = self._dead or "the connection was closed"
+            if self._http is not None:
+                await self._http.aclose()
 
     def _transport(self) -> Any:
         from mcp.client.stdio import StdioServerParameters, stdio_client
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
         if self.server.command is None:
+            import httpx2
+
             # trust_env off: a proxy from the environment must not sit between a run and
-            # a server on this machine (and see its questions)
-            http = create_mcp_http_client()
-            http.trust_env = False
-            return streamable_http_client(str(self.server.url), http_client=http)
+            # a server on this machine (and see its questions). Timeouts: the SDK's defaults.
+            self._http = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=300.0), trust_env=False)
+            return streamable_http_client(str(self.server.url), http_client=self._http)
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         params = StdioServerParameters(command=resolve_command(self.server, self.config_path),
                                        args=list(self.server.args), env=dict(self.server.env) or None,
