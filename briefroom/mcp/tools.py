@@ -146,8 +146,9 @@ def to_result(server_name: str, remote: str, arguments: dict[str, Any], answer: 
     if not text.strip():
         return result
     source_id = "S" + hashlib.sha256(f"mcp\x00{server_name}\x00{remote}\x00{text}".encode()).hexdigest()[:8]
-    shown_args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
-    title = f"{remote}({shown_args})"[:100] + f" — MCP server {server_name}"
+    asked = " ".join(" ".join(str(v) for v in arguments.values()).split())
+    title = f"{remote} ({server_name} MCP server)" + (f": {asked[:57]}…" if len(asked) > 60 else f": {asked}"
+                                                       if asked else "")
     location = f"mcp://{server_name}/{remote}"
     index.add_document(Document(source_id, title, location, text[:MAX_SOURCE_CHARS]))
     query = " ".join(str(v) for v in arguments.values() if isinstance(v, (str, int, float)))
