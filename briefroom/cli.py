@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from briefroom.events import LlmCall
     from briefroom.inspect import CallRow, TaskRow
     from briefroom.report.export import Format
+    from briefroom.review import ClarifyRequest, PlanReviewRequest
+    from briefroom.run import RunResult
+
+    UserRequest = PlanReviewRequest | ClarifyRequest
 
 try:  # typer 0.2x runs on its own copy of click: its exceptions are not click's
     TyperClickException: type[click.ClickException] = importlib.import_module(
@@ -155,6 +159,93 @@ Formats = Annotated[list[str], typer.Option("--format", help="also write the rep
                                             "Chromium: `make browser`)")]
 
 
+ReviewPlan = Annotated[bool, typer.Option("--review-plan", help="show the plan (its sub-questions) before any "
+                                          "search and take accept, edit, add, drop or a note; without a "
+                                          "terminal, answer with `briefroom resume RUN --answer FILE.json`")]
+Clarify = Annotated[bool, typer.Option("--clarify", help="let the Planner first ask up to 3 short questions when "
+                                       "the question is ambiguous; the answers become constraints")]
+AnswerFile = Annotated[Optional[Path], typer.Option("--answer", metavar="FILE.json", help="the answer to a run's "
+                                                    "plan review or clarifying questions, as JSON (instead of "
+                                                    "asking at the terminal)")]
+
+
+class _Reviewer:
+    """Answers a run's questions for its user (`briefroom/review.py`): from --accept,
+    an answer file, or the person at the terminal. When it cannot, `problem` says why
+    and the run stays paused at the question, resumable."""
+
+    def __init__(self, answers: dict | None, source: Path | None, accept: bool, interactive: bool):
+        self.answers, self.source, self.accept, self.interactive = answers, source, accept, interactive
+        self.problem: str | None = None
+        self.bad_input = False  # the answer given was refused: exit 2, like a bad flag
+        self._file_used = False
+
+    def __call__(self, request: UserRequest) -> dict | None:
+        from briefroom.review import accept_all, prompt_answer
+
+        if self.accept:
+            return accept_all(request)
+        if self.answers is not None:
+            return self._from_file(request, self.answers)
+        if not self.interactive:
+            self.problem = f"the run waits for its {_asked(request)} and stdin is not a terminal"
+            return None
+        answer = prompt_answer(request, _read_line, lambda line: err.print(line, markup=False, highlight=False))
+        if answer is None:
+            self.problem = f"no answer to the {_asked(request)} (end of input)"
+        return answer
+
+    def _from_file(self, request: UserRequest, answers: dict) -> dict | None:
+        from briefroom.review import ReviewError, answer_for, check_answer
+
+        entry = None if self._file_used else answer_for(answers, request)
+        if entry is None:
+            self.problem = f"{self.source} holds no answer to the {_asked(request)}"
+            return None
+        try:
+            check_answer(entry, request)
+        except ReviewError as exc:
+            self.problem, self.bad_input = f"{self.source}: {exc}", True
+            return None
+        if not ({"plan_review", "clarify"} & set(answers)):
+            self._file_used = True  # one answer, not keyed by kind, answers the first question only
+        return entry
+
+
+def _asked(request: UserRequest) -> str:
+    return "plan review" if request.kind == "plan_review" else "answers to clarifying questions"
+
+
+def _read_line(prompt: str) -> str | None:
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    return line.rstrip("\n") if line else None
+
+
+def _reviewer(answer: Path | None, accept: bool) -> _Reviewer:
+    """Who answers this run's questions; an unreadable answer file stops before the run."""
+    from briefroom.review import ReviewError, answer_file
+
+    try:
+        answers = answer_file(answer) if answer is not None else None
+    except ReviewError as exc:
+        raise _fail(str(exc), 2) from None
+    return _Reviewer(answers, answer, accept, interactive=sys.stdin.isatty())
+
+
+def _still_waiting(result: RunResult, reviewer: _Reviewer) -> None:
+    """A run left paused at a question: one line saying why and how to answer, exit 1
+    (2 when the answer given was refused)."""
+    from briefroom import runs
+
+    if result.status != "paused" or result.waiting_for is None:
+        return
+    why = reviewer.problem or f"the run waits for its {_asked(result.waiting_for)}"
+    raise _fail(f"{why}; the run is paused there. Answer with: {runs.resume_command(result.run_dir)} "
+                "--answer FILE.json (or --accept, or at a terminal)", 2 if reviewer.bad_input else 1)
+
+
 @app.command()
 def research(
     question: Annotated[str, typer.Argument(help="the research question")],
@@ -218,11 +309,15 @@ def research(
     mcp_config: Annotated[Optional[Path], typer.Option(help="MCP servers file (JSON or YAML, Claude Desktop's "
                                                        "mcpServers; env BRIEFROOM_MCP_CONFIG): the Searcher may "
                                                        "call their tools and cite what they return")] = None,
+    review_plan: ReviewPlan = False,
+    clarify: Clarify = False,
+    answer: AnswerFile = None,
     as_json: Json = False,
     quiet: Quiet = False,
     formats: Formats = [],
 ) -> None:
     """Research QUESTION over your documents (and the web, with --web) and write a cited report."""
+    from briefroom.review import ReviewOptions
     from briefroom.run import ResearchRequest, default_run_dir, run_research
 
     exports = _export_formats(formats)  # a misspelt format fails before the run, not after it
@@ -245,12 +340,16 @@ def research(
                              idle_timeout=idle_timeout, web=web, search_provider=search_provider, searxng_url=searxng_url,
                              allow_domains=allow_domain or None, deny_domains=deny_domain or None,
                              mcp_config=mcp_config)
+        reviewer = _reviewer(answer, accept=False)
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
-                                              roles_dirs=list(roles_dir)), settings,
+                                              roles_dirs=list(roles_dir),
+                                              review=ReviewOptions(plan=review_plan, clarify=clarify),
+                                              reviewer=reviewer), settings,
                               progress=_progress(quiet, as_json))
     if exports and result.report is not None:
         _export(result.run_dir, exports)
     _print_result(result, as_json)
+    _still_waiting(result, reviewer)
 
 
 def _export_formats(values: list[str]) -> list[Format]:
@@ -300,11 +399,15 @@ def resume(
     live: Annotated[bool, typer.Option("--live", help="a replay goes on with a live model (--model) instead of "
                                        "its cassette")] = False,
     database_url: DatabaseUrl = None,
+    answer: AnswerFile = None,
+    accept: Annotated[bool, typer.Option("--accept", help="a run paused at its plan review: take the plan as "
+                                         "proposed (and answer no clarifying question)")] = False,
     as_json: Json = False,
     quiet: Quiet = False,
 ) -> None:
     """Continue a run from its last checkpoint (after a crash, Ctrl-C, a failing endpoint
-    or the token budget), with the same settings unless you change them here."""
+    or the token budget), with the same settings unless you change them here. A run
+    paused at its plan review asks again (or takes --answer FILE.json, --accept)."""
     from briefroom import runs
     from briefroom.run import resume_research
 
@@ -318,10 +421,15 @@ def resume(
             return
         if live and not (model or role_model):
             raise BriefroomError("--live needs --model (the model that continues the replay)")
+        if answer is not None and accept:
+            raise _fail("--answer and --accept both answer the review; give one", 2)
         overrides = {"model": model, "base_url": base_url, "max_tokens": max_tokens,
                      "role_models": parse_role_models(role_model) or None, "database_url": database_url}
-        result = resume_research(run_dir, overrides, progress=_progress(quiet, as_json), live=live)
+        reviewer = _reviewer(answer, accept=accept)
+        result = resume_research(run_dir, overrides, progress=_progress(quiet, as_json), live=live,
+                                 reviewer=reviewer)
     _print_result(result, as_json)
+    _still_waiting(result, reviewer)
 
 
 def _database_url(url: str | None) -> str:

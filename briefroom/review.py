@@ -68,6 +68,7 @@ class PlannedTask(BaseModel):
 class PlanReviewRequest(BaseModel):
     kind: Literal["plan_review"] = "plan_review"
     goal: str
+    round: int = 1
     tasks: list[PlannedTask]
     max_tasks: int = 4
     error: str | None = Field(default=None, description="why the previous answer was refused")
@@ -296,3 +297,91 @@ def load_recorded_review(directory: Path) -> RecordedReview | None:
         return RecordedReview.model_validate_json(path.read_text(encoding="utf-8"))
     except ValidationError as exc:
         raise ConfigError(f"{path}: not a recorded review ({exc.errors()[0]['msg']})") from None
+
+
+# --- a person at a terminal ------------------------------------------------------------
+ReadLine: TypeAlias = Callable[[str], "str | None"]  # shows a prompt, returns a line (None: end of input)
+HELP = ("commands: accept (or done) | edit ID TEXT | drop ID | add TEXT | note TEXT | show | help; "
+        "end of input (Ctrl-D) leaves the run paused")
+
+
+def prompt_answer(request: PlanReviewRequest | ClarifyRequest, read: ReadLine,
+                  say: Callable[[str], None]) -> dict[str, Any] | None:
+    """Ask a person at a terminal; None when they end the input (the run stays paused)."""
+    if request.error:
+        say(f"error: {request.error}")
+    if isinstance(request, ClarifyRequest):
+        return _prompt_clarify(request, read, say)
+    return _prompt_plan(request, read, say)
+
+
+def _prompt_clarify(request: ClarifyRequest, read: ReadLine, say: Callable[[str], None]) -> dict[str, Any] | None:
+    say(f"Before planning, the Planner asks about: {request.goal}")
+    say("(answer each in one line; an empty line leaves it unanswered)")
+    answers = []
+    for n, question in enumerate(request.questions, start=1):
+        line = read(f"{n}. {question}\n> ")
+        if line is None:
+            return None
+        answers.append(line.strip())
+    return {"answers": answers}
+
+
+def _prompt_plan(request: PlanReviewRequest, read: ReadLine, say: Callable[[str], None]) -> dict[str, Any] | None:
+    draft: dict[str, Any] = {}
+    _show_plan(request, draft, say)
+    say(HELP)
+    while True:
+        line = read("review> ")
+        if line is None:
+            return None
+        command, _, rest = line.strip().partition(" ")
+        command, rest = command.lower(), rest.strip()
+        if command in ("accept", "done"):
+            return draft or {"accept": True}
+        if command == "help":
+            say(HELP)
+            continue
+        if command in ("show", ""):
+            _show_plan(request, draft, say)
+            continue
+        try:
+            candidate = _with_command(draft, command, rest)
+            check_answer(candidate, request)
+        except ReviewError as exc:
+            say(f"error: {exc}")
+            continue
+        draft = candidate
+        _show_plan(request, draft, say)
+
+
+def _with_command(draft: dict[str, Any], command: str, rest: str) -> dict[str, Any]:
+    """The draft answer with one terminal command applied (checked by the caller)."""
+    if command == "edit":
+        task_id, _, text = rest.partition(" ")
+        if not task_id:
+            raise ReviewError("edit needs a task id and the new text: edit t1.1 What ...?")
+        return {**draft, "edit": {**draft.get("edit", {}), task_id: text.strip()}}
+    if command == "drop":
+        if not rest or " " in rest:
+            raise ReviewError("drop takes one task id: drop t1.2")
+        return {**draft, "drop": [*draft.get("drop", []), rest]}
+    if command == "add":
+        return {**draft, "add": [*draft.get("add", []), rest]}
+    if command == "note":
+        return {**draft, "note": rest}
+    raise ReviewError(f"unknown command {command!r}; {HELP}")
+
+
+def _show_plan(request: PlanReviewRequest, draft: dict[str, Any], say: Callable[[str], None]) -> None:
+    say(f"The plan for: {request.goal}")
+    tasks = reviewed_tasks(request.tasks, PlanAnswer.model_validate(draft), request.round)
+    original = {t.task_id: t.question for t in request.tasks}
+    for task in tasks:
+        mark = "+" if task.task_id not in original else "*" if original[task.task_id] != task.question else " "
+        say(f" {mark} {task.task_id}  {task.question}")
+    for task_id in draft.get("drop", []):
+        say(f" - {task_id}  (dropped) {original.get(task_id, '')}")
+    if draft.get("note"):
+        say(f"   note: {draft['note']}")
+

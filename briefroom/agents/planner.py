@@ -237,7 +237,8 @@ def take_plan_review(turn: Turn, review: ReviewState) -> None:
     proposed = {p["envelope"]["task_id"]: (p["question"], Instruction.model_validate(p["envelope"]))
                 for p in review.get("proposed") or []}
     before = [PlannedTask(task_id=tid, question=q) for tid, (q, _) in proposed.items()]
-    answer = ask_user(PlanReviewRequest(goal=turn.charter.goal, tasks=before, max_tasks=MAX_QUESTIONS))
+    answer = ask_user(PlanReviewRequest(goal=turn.charter.goal, round=turn.round, tasks=before,
+                                            max_tasks=MAX_QUESTIONS))
     assert isinstance(answer, PlanAnswer)
     after = reviewed_tasks(before, answer, turn.round)
     turn.ctx.log.event("plan_review", agent=turn.worker, round=turn.round,
