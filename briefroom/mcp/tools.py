@@ -12,7 +12,7 @@
   are not retried: an MCP tool is not known to be idempotent.
 - Results: the text content (resources' text too; images and binary blobs named, not
   inlined) is cut to the server's `max_result_chars` before the envelope sees it,
-  redacted before it is stored anywhere, screened for text that gives orders (the
+  redacted before the index stores it (and by `run_tool`, like any result), screened for text that gives orders (the
   result says so in `warning`), and becomes a source: a Document in the run's index
   with a stable content-hash id (so a later run that gets the same answer cites the
   same id), its location `mcp://<server>/<tool>`, and its passages returned as search
@@ -139,18 +139,19 @@ def to_result(server_name: str, remote: str, arguments: dict[str, Any], answer: 
     if getattr(answer, "is_error", False):
         raise EngineeringFailure(f"MCP tool {remote} on server {server_name!r} reported an error: "
                                  f"{' '.join(text.split())[:500] or '(no message)'}", tool=name)
-    # Redacted here, before the index stores it; run_tool redacts the result again (a no-op).
-    text = str(redact_data(text))
+    # The index keeps a redacted copy; the result itself is redacted by run_tool, which
+    # counts what it took out for the run log.
+    stored = str(redact_data(text))
     result = McpToolResult(hits=[], server=server_name, tool=remote, text=text, chars=chars,
-                           truncated=chars > len(text), warning=screen(text))
-    if not text.strip():
+                           truncated=chars > len(text), warning=screen(stored))
+    if not stored.strip():
         return result
-    source_id = "S" + hashlib.sha256(f"mcp\x00{server_name}\x00{remote}\x00{text}".encode()).hexdigest()[:8]
+    source_id = "S" + hashlib.sha256(f"mcp\x00{server_name}\x00{remote}\x00{stored}".encode()).hexdigest()[:8]
     asked = " ".join(" ".join(str(v) for v in arguments.values()).split())
     title = f"{remote} ({server_name} MCP server)" + (f": {asked[:57]}…" if len(asked) > 60 else f": {asked}"
                                                        if asked else "")
     location = f"mcp://{server_name}/{remote}"
-    index.add_document(Document(source_id, title, location, text[:MAX_SOURCE_CHARS]))
+    index.add_document(Document(source_id, title, location, stored[:MAX_SOURCE_CHARS]))
     query = " ".join(str(v) for v in arguments.values() if isinstance(v, (str, int, float)))
     hits = index.passages(source_id, query[:400], MCP_PASSAGES)
     result.source_id = source_id

@@ -21,7 +21,7 @@ DATASET = [
     ("Vesterholm ferry passengers", "The Vesterholm ferry carried 218,400 passengers in 2023."),
 ]
 
-server = MCPServer("stats")
+server = MCPServer("stats", log_level="WARNING")
 
 
 def _words(text: str) -> set[str]:
@@ -39,6 +39,6 @@ def lookup_statistic(query: str) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), log_level="WARNING")
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()

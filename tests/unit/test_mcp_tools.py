@@ -118,6 +118,7 @@ def test_a_planted_secret_is_redacted_before_the_index_stores_it(index, tmp_path
     outcome = run_tool(tool, "c1", {"query": "cloudberry"})
     assert outcome.ok and isinstance(outcome.result, McpToolResult)
     assert secret not in outcome.result.model_dump_json() and "[REDACTED:" in outcome.result.text
+    assert outcome.redaction_counts()  # counted by run_tool, for the run log
     doc = index.document(outcome.result.source_id or "")
     assert doc is not None and secret not in doc.text
     env = envelope(outcome, TokenCounter(), store=ArtifactStore(tmp_path / "artifacts"))
