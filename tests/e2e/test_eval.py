@@ -58,3 +58,50 @@ def test_bad_eval_input_is_one_line(tmp_path):
     assert missing.exit_code == 1 and "no such scenario folder" in missing.output
     wrong = runner.invoke(app, ["eval", str(CLOUD), "--model", "test", "--context", "everything"])
     assert wrong.exit_code == 2 and "layered or naive" in wrong.output
+
+
+NEW = [SCENARIOS / "port-forecast-vs-actual", SCENARIOS / "zh-population-registry"]
+
+
+def test_unrecorded_scenarios_run_live_and_are_scored_per_split_with_their_spread(tmp_path, data_dir):
+    out = tmp_path / "live"
+    result = runner.invoke(app, ["eval", *map(str, NEW), "--model", "test", "--repeat", "2", "--json",
+                                 "--out", str(out), "--data-dir", str(data_dir)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert {r["scenario"] for r in data["runs"]} == {p.name for p in NEW} and len(data["runs"]) == 4
+    assert all(r["score"] is not None and r["split"] == "test" for r in data["runs"])
+    row = data["splits"]["test"]["layered"]
+    assert list(data["splits"]) == ["test"] and row["scenarios"] == 2 and row["repeats"] == 2
+    # both are credibility traps: the authoritative rate is a share of the four runs
+    assert row["short_answer_authoritative"] in (0.0, 0.25, 0.5, 0.75, 1.0)
+    assert row["spread"]["recall"]["values"] and len(row["spread"]["recall"]["values"]) == 2
+    for r in data["runs"]:  # what the CLI scored is what the report says
+        report = (out / f"{r['scenario']}-layered-{r['repeat']}" / "report.md").read_text()
+        spec = yaml.safe_load((SCENARIOS / r["scenario"] / "scenario.yaml").read_text())
+        assert r["score"]["recall"] == literal_recall(report, spec["answer_key"])
+    # a dev-only selection of test scenarios is an error naming the split
+    dev = runner.invoke(app, ["eval", *map(str, NEW), "--model", "test", "--split", "dev"])
+    assert dev.exit_code == 1 and "no dev scenario" in dev.output
+    # the same report, scored as a file (how a peer's report is scored), gets the same recall
+    run_dir = out / "port-forecast-vs-actual-layered-1"
+    scored = runner.invoke(app, ["eval", str(NEW[0]), "--score", str(run_dir / "report.md"), "--json"])
+    assert scored.exit_code == 0, scored.output
+    first = next(r for r in data["runs"] if r["scenario"] == "port-forecast-vs-actual" and r["repeat"] == 1)
+    assert json.loads(scored.stdout)["recall"] == first["score"]["recall"]
+    assert json.loads(scored.stdout)["short_answer"] == first["score"]["short_answer"]
+
+
+def test_replaying_a_folder_leaves_out_what_is_not_recorded_and_says_so(tmp_path, data_dir):
+    import shutil
+
+    suite = tmp_path / "suite"
+    shutil.copytree(CLOUD, suite / "cloud-market")
+    shutil.copytree(NEW[1], suite / NEW[1].name)
+    result = runner.invoke(app, ["eval", str(suite), "--out", str(tmp_path / "r"), "--data-dir", str(data_dir),
+                                 "-q"])
+    assert result.exit_code == 0, result.output
+    assert "dev — 1 scenario" in result.stdout and "test —" not in result.stdout
+    assert f"not recorded, so not replayed (run them with --model): {NEW[1].name}" in result.stdout
+    alone = runner.invoke(app, ["eval", str(suite / NEW[1].name), "--data-dir", str(data_dir)])
+    assert alone.exit_code == 1 and "give --model" in alone.output

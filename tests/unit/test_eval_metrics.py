@@ -1,8 +1,10 @@
 """`briefroom eval`'s scores, on reports written by hand so each number is known."""
 
+from briefroom.evaluation import text
 from briefroom.evaluation.metrics import KeyFact, score_report
+from briefroom.evaluation.scoring import score_report_file
 from briefroom.evaluation.suite import CaseResult
-from briefroom.evaluation.summary import summarize, threshold_failures
+from briefroom.evaluation.summary import rows_by_label, summarize, summarize_splits, threshold_failures
 from briefroom.inspect import AgentTotals
 
 TEXTS = {"S1": "Installers put 1.84 million heat pumps into service in 2025.",
@@ -78,3 +80,86 @@ def test_thresholds_fail_the_suite():
     lines = threshold_failures(summary, {"min_recall": 0.6, "max_unsupported": 0}, results)
     assert any("recall 0.5 < 0.6" in line for line in lines) and any("server down" in line for line in lines)
     assert threshold_failures(summary, {"min_recall": 0.5}, results[:1]) == []
+
+
+# --- short answer, authoritative figure, splits, spread over repeats, a peer's report
+
+def test_the_short_answer_must_give_the_authoritative_figure():
+    right = score(report("## Short answer\n\nInstallers put 1.84 million heat pumps into service in 2025. [1]\n\n"
+                         "## Sold\n\n- Manufacturers sold 2.61 million heat pumps in 2025. [2]"),
+                  authoritative=["1.84 million"], must_not=["2.61 million"])
+    # the right figure further down does not make up for the wrong one up front
+    wrong = score(report("## Short answer\n\nManufacturers sold 2.61 million heat pumps in 2025. [2]\n\n"
+                         "## Installed\n\n- Installers put 1.84 million heat pumps into service in 2025. [1]"),
+                  authoritative=["1.84 million"], must_not=["2.61 million"])
+    assert right.short_answer_authoritative is True and right.short_answer_trap_hits == []
+    assert right.trap_hits == ["2.61 million"]  # in a section: a trap hit, but not in the short answer
+    assert wrong.short_answer_authoritative is False and wrong.short_answer_trap_hits == ["2.61 million"]
+    assert score(report("- x [1]")).short_answer_authoritative is None  # no authoritative figure named
+
+
+def test_a_trap_in_the_key_figures_counts_as_presented():
+    md = report("## Short answer\n\nInstallers put 1.84 million heat pumps into service in 2025. [1]\n\n"
+                "## Key figures (quoted verbatim from the sources)\n\n- Manufacturers sold 2.61 million heat pumps "
+                "in 2025. [2]")
+    assert score(md, must_not=["2.61 million"]).short_answer_trap_hits == ["2.61 million"]
+
+
+def case(name, split, repeat, recall_facts, authoritative=None):
+    body = "## Short answer\n\n" + " ".join(
+        {"installed": "Installers put 1.84 million heat pumps into service in 2025. [1]",
+         "sold": "Manufacturers sold 2.61 million heat pumps in 2025. [2]"}[f] for f in recall_facts)
+    s = score(report(body), authoritative=authoritative)
+    return CaseResult(name, "layered", repeat, "m", "/tmp/x", s, None, 1.0, split=split)
+
+
+def test_dev_and_test_are_summed_up_apart():
+    results = [case("a", "dev", 1, ["installed", "sold"]), case("b", "test", 1, ["installed"], ["2.61 million"]),
+               case("c", "test", 1, ["sold"], ["2.61 million"])]
+    splits = summarize_splits(results)
+    assert list(splits) == ["dev", "test"]
+    assert splits["dev"]["layered"]["recall"] == 1.0 and splits["dev"]["layered"]["scenarios"] == 1
+    assert splits["test"]["layered"]["recall"] == 0.5 and splits["test"]["layered"]["scenarios"] == 2
+    assert splits["dev"]["layered"]["short_answer_authoritative"] is None
+    assert splits["test"]["layered"]["short_answer_authoritative"] == 0.5
+    # thresholds apply to each split: dev passes the bar, test does not
+    lines = threshold_failures(rows_by_label(splits), {"min_recall": 0.75}, results)
+    assert lines == ["test layered: recall 0.5 < 0.75 (--min-recall)"]
+    rendered = text.render(results, splits)
+    assert rendered.index("dev — 1 scenario") < rendered.index("overall dev layered") \
+        < rendered.index("test — 2 scenario") < rendered.index("overall test layered")
+
+
+def test_repeat_spread_is_per_pass_over_the_suite():
+    results = [case("a", "test", 1, ["installed", "sold"]), case("b", "test", 1, ["installed", "sold"]),
+               case("a", "test", 2, ["installed"]), case("b", "test", 2, ["installed", "sold"])]
+    row = summarize(results)["layered"]
+    recall = row["spread"]["recall"]
+    assert recall["values"] == [1.0, 0.75] and (recall["min"], recall["max"], recall["mean"]) == (0.75, 1.0, 0.875)
+    assert recall["stdev"] == 0.125 and row["recall"] == 0.875 and row["repeats"] == 2
+    line = text.summary_line("test layered", row)
+    assert "recall 0.88 ±0.12 [0.75–1.00]" in line and "2 repeat(s)" in line
+    single = text.summary_line("test layered", summarize(results[:2])["layered"])
+    assert "recall 1.00," in single and "±" not in single  # one repeat: no spread to show
+
+
+def test_a_peer_report_is_scored_by_the_same_rules(tmp_path):
+    folder = tmp_path / "sc"
+    (folder / "corpus").mkdir(parents=True)
+    (folder / "corpus" / "survey.md").write_text("# Installer survey\n\n" + TEXTS["S1"] + "\n", encoding="utf-8")
+    (folder / "corpus" / "blog.txt").write_text("Heat pump blog\n\nI guess 2.9 million were installed.\n",
+                                                encoding="utf-8")
+    (folder / "scenario.yaml").write_text(
+        "name: sc\nquestion: How many heat pumps were installed in 2025?\nsplit: test\ntrap: credibility\n"
+        "authoritative: ['1.84 million']\nanswer_key:\n- {name: installed, any: ['1.84 million']}\n"
+        "must_not: ['2.9 million']\n", encoding="utf-8")
+    peer = tmp_path / "peer.md"
+    peer.write_text("# Heat pumps\n\nAbout 2.9 million heat pumps were installed [2].\n\n## Details\n\n"
+                    "Installers put 1.84 million heat pumps into service in 2025 [1].\n\n"
+                    "## References\n\n1. Installer survey (corpus/survey.md)\n2. blog.txt\n3. https://example.org\n",
+                    encoding="utf-8")
+    s = score_report_file(peer, folder)
+    assert s.recall == 1.0 and s.short_answer_authoritative is False and s.short_answer_trap_hits == ["2.9 million"]
+    assert s.unretrieved_citations == 0 and s.cited_sentences == 2 and s.unsupported_numbers == []
+    peer.write_text(peer.read_text().replace("[1]", "[3]"), encoding="utf-8")  # cites a web page, not the corpus
+    assert score_report_file(peer, folder).unretrieved_citations == 1
