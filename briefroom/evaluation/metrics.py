@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from briefroom.evaluation.report_layout import key_figures, short_answer
+from briefroom.evaluation.report_layout import key_figures, short_answer, summaries
 from briefroom.protocol.extraction import is_cjk, sentences
 from briefroom.report.checks import GROUNDING_THRESHOLD, grounding, readings_in, split_report, unsupported_numbers
 
@@ -45,7 +45,7 @@ class ReportScore:
     says_unanswered: bool
     notes: list[str] = field(default_factory=list)
     short_answer: str = ""             # the report's opening answer, as `report_layout.short_answer` reads it
-    short_answer_trap_hits: list[str] = field(default_factory=list)  # must_not in the short answer or key figures
+    short_answer_trap_hits: list[str] = field(default_factory=list)  # must_not in a summary section or key figures
     # None: the scenario names no authoritative figure (only credibility traps must)
     short_answer_authoritative: bool | None = None
 
@@ -108,9 +108,10 @@ def score_report(markdown: str, *, question: str, language: str, answer_key: lis
     wants_cjk = language.lower().startswith("zh")
     prose = " ".join(sentences(body))
     opening = short_answer(body)
-    # A trap figure in the opening or the key figures is presented as the answer; one in
-    # a section that names it as a forecast or an estimate is not, so trap_hits over-counts.
-    headline = opening + "\n" + key_figures(body)
+    # A trap figure in the opening (short answer, executive summary) or the key figures is
+    # presented as the answer; one in a section that names it as a forecast or an estimate
+    # is not, so trap_hits over-counts.
+    headline = summaries(body) + "\n" + key_figures(body)
     return ReportScore(recall=recall, found=found, missed=missed, coverage=coverage, cited_sentences=cited,
                        supported_sentences=supported, unsupported_numbers=unsupported,
                        unretrieved_citations=unretrieved,

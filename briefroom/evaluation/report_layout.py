@@ -117,6 +117,13 @@ def short_answer(markdown: str) -> str:
     return ""
 
 
+def summaries(markdown: str) -> str:
+    """Every summary-like section together (a report may open with a short answer and an
+    executive summary both: a reader takes either as the answer), else the short answer."""
+    found = [s.text for s in sections(markdown) if heading_is(s.heading, SUMMARY_HEADINGS) and s.text]
+    return _clean("\n".join(found)) if found else short_answer(markdown)
+
+
 def key_figures(markdown: str) -> str:
     """The text of the report's key-figures section(s); empty when it has none."""
     return _clean("\n".join(s.text for s in sections(markdown) if heading_is(s.heading, KEY_FIGURE_HEADINGS)))

@@ -1,6 +1,6 @@
 """The short answer and key figures, read from both report layouts and a peer's Markdown."""
 
-from briefroom.evaluation.report_layout import key_figures, short_answer
+from briefroom.evaluation.report_layout import key_figures, short_answer, summaries
 
 CURRENT = """# Heat pumps in Europe, 2025
 
@@ -92,3 +92,10 @@ def test_setext_and_bold_headings_and_fences():
 def test_a_report_without_an_answer_has_an_empty_short_answer():
     assert short_answer("# Title only\n\n## Sources\n\n[1] x\n") == ""
     assert short_answer("") == ""
+
+
+def test_a_report_with_a_short_answer_and_an_executive_summary():
+    both = "# T\n\n## Short answer\n\n3.87 million TEU. [1]\n\n## Executive summary\n\nA blog says 4.5 million. [2]\n"
+    assert short_answer(both) == "3.87 million TEU. [1]"  # the first answer a reader meets
+    assert "3.87 million" in summaries(both) and "4.5 million" in summaries(both)  # both stand at the top
+    assert summaries("# T\n\nOpening 1.84 million.\n\n## Part\n\n2.9 million.\n") == "Opening 1.84 million."
