@@ -44,9 +44,9 @@ SCENARIOS ?= $(sort $(dir $(wildcard scenarios/*/scenario.yaml)))
 record-scenarios: install
 	set -e; for s in $(SCENARIOS); do \
 		s=$${s%/}; echo "recording $$s"; \
-		rm -f $$s/cassette.jsonl $$s/report.md; \
-		$(BIN)/briefroom research "$$(sed -n 's/^question: //p' $$s/scenario.yaml | sed 's/^"//; s/"$$//')" \
-			--corpus $$s/corpus --rounds "$$(sed -n 's/^rounds: //p' $$s/scenario.yaml)" \
+		rm -f $$s/cassette.jsonl $$s/report.md $$s/token_counts.json; \
+		$(BIN)/briefroom research "$$($(BIN)/python -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["question"])' $$s/scenario.yaml)" \
+			--corpus $$s/corpus --rounds "$$($(BIN)/python -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["rounds"])' $$s/scenario.yaml)" \
 			--out /tmp/briefroom-record-$$$$-$$(basename $$s) --record $$s --data-dir .briefroom-data \
 			--no-memory --quiet > /dev/null; \
 	done

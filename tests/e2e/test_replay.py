@@ -31,8 +31,9 @@ def test_replay_check_reproduces_the_recorded_report(scenario, tmp_path, data_di
 def test_shipped_scenario_corpus_is_substantial(scenario):
     docs = [p for p in (scenario / "corpus").rglob("*") if p.is_file()]
     spec = yaml.safe_load((scenario / "scenario.yaml").read_text())
-    # the demo's corpus is the largest hand-written one; the evaluation suite's have at least 10 documents
-    assert len(docs) >= (15 if scenario.name == "cloud-market" else 10)
+    # the demo's corpus is the largest hand-written one; every other has the documents that
+    # answer it and at least one that only looks as if it did
+    assert len(docs) >= (15 if scenario.name == "cloud-market" else 4)
     assert spec["recorded_with"]
     assert spec.get("expected_facts") or spec.get("answer_key") or spec.get("unanswerable")
     corpus_text = " ".join(p.read_text(errors="replace") for p in docs)
