@@ -125,8 +125,8 @@ class ModelHandle:
         tool = next((t.get("function") or t for t in tools if (t.get("function") or t).get("name") == name), None)
         if tool is None:
             raise ConfigError(f"the {self.role} forced a tool it does not offer: {name!r}")
-        ask = HumanMessage(f"Now use the tool `{name}`: {tool.get('description', '')}\n"
-                           "Reply with only its arguments, as one JSON object, for the task above.")
+        # short: the server counts this turn, the prompt's budget did not
+        ask = HumanMessage(f"Arguments for `{name}`, as JSON:")
         schema = bounded_strings(tool.get("parameters") or {"type": "object"}, FORCED_ARGUMENT_CHARS)
         reply = self._send([*messages, ask], None, schema, name, None)
         try:
@@ -160,6 +160,11 @@ class ModelHandle:
         return extra
 
     def _response_format(self, schema: dict, name: str) -> dict:
+        if self.profile is not None and self.profile.kind == "llama.cpp":
+            # Under a grammar a small model that loops inside a string runs to the output
+            # cap (SmolLM2's round summary: 1,024 tokens, two minutes); a bound on every
+            # string ends it. The prompt shows the schema as it was.
+            schema = bounded_strings(schema, GRAMMAR_STRING_CHARS)
         if self.structured_mode == "json_schema":
             return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
         if self.structured_mode == "json_object_schema":  # llama.cpp: grammar-constrained to the schema
@@ -170,6 +175,8 @@ class ModelHandle:
 # A tool argument written under a grammar is cut at this length: a small model asked for
 # a search query otherwise repeats itself until the output cap.
 FORCED_ARGUMENT_CHARS = 200
+# Any other string in a grammar-constrained reply: a paragraph of prose fits.
+GRAMMAR_STRING_CHARS = 1500
 
 
 def bounded_strings(schema: dict, max_chars: int) -> dict:
