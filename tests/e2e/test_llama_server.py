@@ -7,10 +7,12 @@ count the tokens the server counts."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -110,18 +112,12 @@ def test_a_server_that_goes_quiet_is_given_up_with_the_setting_named():
         def log_message(self, *args):
             pass
 
-    quiet = ThreadingHTTPServer(("127.0.0.1", 0), Silent)
-    quiet.daemon_threads = True
-    threading.Thread(target=quiet.serve_forever, daemon=True).start()
-    try:
-        settings = Settings(model="m", base_url=f"http://127.0.0.1:{quiet.server_address[1]}/v1",
-                            endpoint_kind="vllm", idle_timeout=1)
+    with _serving(Silent) as url:
+        settings = Settings(model="m", base_url=url, endpoint_kind="vllm", idle_timeout=1)
         handle = build_pool(settings, ["critic"]).handles["critic"]
         handle.chat_model.max_retries = 0
         with pytest.raises(EngineeringFailure, match="idle timeout"):
             handle.invoke([HumanMessage("hello")])
-    finally:
-        quiet.shutdown()
 
 
 def test_a_slow_stream_is_never_cut_while_it_produces():
@@ -142,13 +138,19 @@ def test_a_slow_stream_is_never_cut_while_it_produces():
         def log_message(self, *args):
             pass
 
-    slow = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
-    slow.daemon_threads = True
-    threading.Thread(target=slow.serve_forever, daemon=True).start()
-    try:
-        settings = Settings(model="m", base_url=f"http://127.0.0.1:{slow.server_address[1]}/v1",
-                            endpoint_kind="vllm", idle_timeout=3)  # less than the whole call takes
+    with _serving(Trickle) as url:
+        settings = Settings(model="m", base_url=url, endpoint_kind="vllm", idle_timeout=3)  # less than the call takes
         reply, _ = build_pool(settings, ["critic"]).handles["critic"].invoke([HumanMessage("hello")])
         assert str(reply.content).split() == [f"w{n}" for n in range(20)]
+
+
+@contextlib.contextmanager
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A stand-in endpoint on loopback; yields its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     finally:
-        slow.shutdown()
+        server.shutdown()
