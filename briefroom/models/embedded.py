@@ -93,8 +93,14 @@ def free_cores(sample_seconds: float = 0.5) -> float:
 
 
 def threads_for(free: float, cores: int) -> int:
-    """Threads for the cores free: a core counts when at least ~70% of it is free."""
-    return max(1, min(MAX_THREADS, cores, int(free + 0.3)))
+    """Threads for the cores free (a core counts when ~70% of it is free), less one.
+
+    The one left is for what starts after the server: the run's own Python work, the
+    user's other programs. Load that arrives later is what hurts: on 2 cores, 2 threads
+    generated 44 tokens/s idle but 15 beside one busy process, and 0.7 in a recording
+    that another process joined; 1 thread generated 28 idle and 27 beside it
+    (BENCHMARKS.md, "The embedded engine")."""
+    return max(1, min(MAX_THREADS, cores, int(free + 0.3) - 1))
 
 
 class EmbeddedServer:

@@ -37,9 +37,9 @@ def test_the_server_runs_llama_cpps_own_server_with_a_full_window_per_slot(tmp_p
 @pytest.mark.parametrize("free, cores, expected", [
     (0.0, 2, 1),   # both cores busy: one thread, never zero
     (0.9, 2, 1),   # one core free: one thread (two would wait at every barrier)
-    (1.4, 2, 1),
-    (1.8, 2, 2),   # nearly idle
-    (2.0, 2, 2),
+    (2.0, 2, 1),   # idle: one core left for what comes later
+    (3.8, 4, 3),
+    (5.0, 8, 4),   # three cores taken by others
     (31.0, 32, 8),  # capped: more threads than this stop paying on small models
 ])
 def test_threads_follow_the_cores_actually_free(free, cores, expected):
