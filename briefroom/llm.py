@@ -175,20 +175,27 @@ class ModelHandle:
 # A tool argument written under a grammar is cut at this length: a small model asked for
 # a search query otherwise repeats itself until the output cap.
 FORCED_ARGUMENT_CHARS = 200
-# Any other string in a grammar-constrained reply: a paragraph of prose fits.
-GRAMMAR_STRING_CHARS = 1500
+# Any other string in a grammar-constrained reply: the longest is one sentence of the
+# report or one line of a summary (SmolLM2 looped "1.1.1." in a summary point otherwise).
+GRAMMAR_STRING_CHARS = 500
 
 
 def bounded_strings(schema: dict, max_chars: int) -> dict:
-    """`schema` with every string property that has no length limit given one."""
+    """`schema` with every string that has no length limit given one, wherever it is:
+    in properties, items, `$defs` (pydantic puts nested models there) and unions."""
     if schema.get("type") == "string" and "maxLength" not in schema and "enum" not in schema:
         return {**schema, "maxLength": max_chars}
     out = dict(schema)
-    if isinstance(schema.get("properties"), dict):
-        out["properties"] = {k: bounded_strings(v, max_chars) if isinstance(v, dict) else v
-                             for k, v in schema["properties"].items()}
-    if isinstance(schema.get("items"), dict):
-        out["items"] = bounded_strings(schema["items"], max_chars)
+    for key in ("properties", "$defs", "definitions"):
+        if isinstance(schema.get(key), dict):
+            out[key] = {k: bounded_strings(v, max_chars) if isinstance(v, dict) else v
+                        for k, v in schema[key].items()}
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            out[key] = bounded_strings(schema[key], max_chars)
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        if isinstance(schema.get(key), list):
+            out[key] = [bounded_strings(v, max_chars) if isinstance(v, dict) else v for v in schema[key]]
     return out
 
 

@@ -76,3 +76,24 @@ def test_each_role_and_each_searcher_instance_gets_its_own_slot():
 def test_the_threads_setting_comes_from_the_environment():
     assert Settings.from_env({"BRIEFROOM_THREADS": "2"}).threads == 2
     assert Settings.from_env({"BRIEFROOM_IDLE_TIMEOUT": "42"}).idle_timeout == 42
+
+
+def test_every_string_of_a_grammar_is_bounded_nested_models_too():
+    from briefroom.graph.summary import SummaryDraft
+    from briefroom.llm import bounded_strings
+
+    bounded = bounded_strings(SummaryDraft.model_json_schema(), 500)
+
+    def strings(node):
+        if isinstance(node, dict):
+            if node.get("type") == "string":
+                yield node
+            for value in node.values():
+                yield from strings(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from strings(value)
+
+    found = list(strings(bounded))
+    assert found and all("maxLength" in s for s in found)
+    assert bounded["properties"]["next_action"]["maxLength"] == 300  # a limit the model set stays
