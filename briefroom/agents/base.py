@@ -278,8 +278,10 @@ class Turn:
 
     def ask(self, task: str, output: type[T], *, material: list[Item] | None = None, facts: list[Fact] | None = None,
             enums: dict[str, list[str]] | None = None, check: Callable[[T], list[str]] | None = None,
-            max_items: dict[str, int] | None = None) -> T:
-        """Structured output: prompt -> model -> JSON -> pydantic, with bounded correction."""
+            max_items: dict[str, int] | None = None, give_up_when_cut: bool = False) -> T:
+        """Structured output: prompt -> model -> JSON -> pydantic, with bounded correction.
+        `give_up_when_cut`: for a caller with a fallback, a reply cut at the output cap
+        ends the asking at once instead of being corrected."""
         base = output.model_json_schema()
         schema = constrain_schema(base, enums or {}, max_items)
         # The prompt shows the schema without this call's allowed values, which change
@@ -307,6 +309,11 @@ class Turn:
                 last_error = str(exc).replace("\n", " ")[:600]
             self.ctx.log.event("contract_error", agent=self.worker, round=self.round, attempt=attempt,
                                schema=output.__name__, error=last_error)
+            if give_up_when_cut and (reply.response_metadata or {}).get("finish_reason") == "length":
+                # Cut at the output cap: the model ran on (a small model looping inside the
+                # grammar). Asked again it runs on again, each time with a longer prompt.
+                raise ContractError(f"{self.role.name}: the model's {output.__name__} was cut at the output "
+                                    f"cap before it ended: {last_error[:200]}")
             messages = [*messages, AIMessage(content=str(reply.content)),
                         HumanMessage(content="Your reply did not match the required output:\n"
                                              + mark_data("error", last_error) + "\n"

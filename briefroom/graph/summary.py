@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
 from briefroom.agents.prompting import message_item
+from briefroom.errors import ContractError
 from briefroom.graph.state import AgentState
 from briefroom.protocol.extraction import content_words, numbers_in
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
@@ -95,7 +96,15 @@ def summarize_round(state: AgentState, ctx, replaced: list[AgentMessage]) -> Rou
     facts = [f for f in state.get("facts", []) if f.round == current]
     refs = sorted({r for m in replaced for r in m.body.references} | {f.source_id for f in facts})
     senders = sorted({m.header.sender for m in replaced}) or ["none"]
-    draft = turn.ask(task, SummaryDraft, material=material, facts=facts, enums={"source_ids": refs or ["none"]})
+    try:
+        draft = turn.ask(task, SummaryDraft, material=material, facts=facts, enums={"source_ids": refs or ["none"]},
+                         give_up_when_cut=True)
+    except ContractError:
+        # A summary is bookkeeping, not the answer: when the model cannot write one the
+        # round's verbatim facts stand in for its conclusions (the contract errors are logged).
+        draft = SummaryDraft.model_construct(
+            conclusions=tuple(SummaryPoint(text=f.text, source_ids=(f.source_id,)) for f in facts[:6]),
+            decisions=(), todos=(), risks=(), next_action="")
     texts = turn.source_texts()
     points = []
     for point in draft.conclusions:

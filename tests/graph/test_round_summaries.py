@@ -46,3 +46,24 @@ def test_planted_numbers_survive_ten_rounds_of_bad_summaries():
     replaced = {i for r in records for i in r.replaced}
     assert not replaced & {m.msg_id for m in sim.state["whiteboard"]}  # and they left the board
     assert "71.2" not in final_writer_prompt  # an unsourced figure in a summary is not carried forward
+
+
+def test_a_summary_the_model_cannot_write_is_made_of_the_rounds_facts():
+    # A small model looping inside the grammar is cut at the output cap: the summary is
+    # bookkeeping, so the round ends with its verbatim facts as the conclusions, asked once.
+    from langchain_core.messages import AIMessage
+
+    def cut_at_the_cap(messages, kwargs):
+        return AIMessage(content='{"conclusions": [{"text": "1.1.1.1.1.1', response_metadata={"finish_reason": "length"})
+
+    bench = load_bench()
+    sim = bench.Simulation("layered")
+    summarizer = ScriptedChatModel([cut_at_the_cap], name="summarizer")
+    sim.ctx.models.handles["summarizer"] = ModelHandle("summarizer", "scripted", "scripted", summarizer,
+                                                        "json_object_schema", bench.WINDOW)
+    sim.play_round()
+    summarizer.assert_done()  # one call, no correction
+    record = sim.state["summaries"][-1]
+    assert record.round == 1 and record.summary.conclusions
+    assert not any("1.1.1" in p.text for p in record.summary.conclusions)  # the cut reply left no trace
+    assert record.summary.fact_refs  # the round's facts are still referenced
