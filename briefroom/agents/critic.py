@@ -26,7 +26,6 @@ from briefroom.report.checks import (
 )
 from briefroom.report.draft import Claim, ReportDraft, render_markdown
 from briefroom.report.language import LABELS, charter_language, criterion
-from briefroom.report.verify import code_problems
 
 
 class Verdict(BaseModel):
@@ -150,9 +149,7 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
     texts = turn.source_texts()
     sent = message.payload_as(ReportMessage)
     draft, markdown = sent.draft, sent.markdown
-    # the sentence check the Writer verified its prose with: a paraphrase that passed it is
-    # not sent back for wording, a sentence whose figure or words are not in its sources is
-    problems = draft_problems(draft, texts, charter.goal, check=code_problems) + markdown_problems(markdown, texts)
+    problems = draft_problems(draft, texts, charter.goal) + markdown_problems(markdown, texts)
     revisions = turn.state.get("revisions", 0)
     if problems and revisions < charter.max_revisions and not turn.finishing:
         turn.publish(MsgType.CRITIQUE, "Fix these before the report can ship:\n"
@@ -163,7 +160,7 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
         return
     repairs: tuple[str, ...] = ()
     if problems:
-        draft, log = repair_draft(draft, texts, turn.all_facts(), question=charter.goal, check=code_problems)
+        draft, log = repair_draft(draft, texts, turn.all_facts(), question=charter.goal)
         repairs = tuple(log)
         for line in log:
             turn.ctx.log.event("report_repair", agent="critic", round=turn.round, repair=line)
