@@ -20,8 +20,6 @@ from briefroom.records import SourceRecord
 # hold are this one limit. A question of more parts is answered for its first
 # MAX_SECTIONS and the report names the parts it leaves out (`ReportDraft.omitted`).
 MAX_SECTIONS = 4
-# The most sentences the model may write in one section (a detailed report's paragraph).
-MAX_SENTENCES = 8
 
 # "- “quote” [2] — *Who says it*": the attribution after a citation is a label, not a claim.
 _ATTRIBUTION = re.compile(r"(\]\s*)\s—\s\*[^*]+\*\s*$")
@@ -51,13 +49,8 @@ class Claim(BaseModel):
 
 
 class DraftSection(BaseModel):
-    heading: str = Field(min_length=2, description="a short heading, a whole phrase",
-                         json_schema_extra={"x-fill": "heading", "maxLength": 120})
-    # The sentences of the section's prose, in reading order (one paragraph).
-    claims: list[Claim] = Field(min_length=1, max_length=MAX_SENTENCES)
-    # Which part of the question the section answers (1, 2, ...); 0: by its position.
-    part: int = Field(default=0, ge=0, le=MAX_SECTIONS, description="the number of the part of the question "
-                      "this section answers", json_schema_extra={"x-fill": "part"})
+    heading: str = Field(min_length=2, json_schema_extra={"x-fill": "heading", "maxLength": 120})
+    claims: list[Claim] = Field(min_length=1, max_length=6)
 
 
 class WriterDraft(BaseModel):
@@ -65,8 +58,6 @@ class WriterDraft(BaseModel):
 
     title: str = Field(min_length=3, json_schema_extra={"x-fill": "title", "maxLength": 120})
     short_answer: Claim
-    # The executive summary: a few sentences a reader who stops here still takes away.
-    summary: list[Claim] = Field(default_factory=list, max_length=4, json_schema_extra={"x-fill": "summary"})
     sections: list[DraftSection] = Field(min_length=1, max_length=MAX_SECTIONS)
 
 
@@ -81,10 +72,6 @@ class ReportDraft(WriterDraft):
 
     key_figures: list[Claim] = Field(default_factory=list)
     omitted: SkipJsonSchema[list[str]] = Field(default_factory=list)  # headings of the sections left out
-    # The parts of the question nothing verified answers ("What the documents do not say").
-    not_said: SkipJsonSchema[list[str]] = Field(default_factory=list)
-    # Each source's kind and date as the Sources list shows them, by source id.
-    source_labels: SkipJsonSchema[dict[str, str]] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -98,7 +85,7 @@ class ReportDraft(WriterDraft):
             self.sections, self.omitted = kept["sections"], kept["omitted"]
 
     def claims(self) -> list[Claim]:
-        return [self.short_answer, *self.summary, *(c for s in self.sections for c in s.claims), *self.key_figures]
+        return [self.short_answer, *(c for s in self.sections for c in s.claims), *self.key_figures]
 
 
 def _within_section_limit(values: dict[str, Any]) -> dict[str, Any]:
@@ -130,12 +117,7 @@ def _bare(text: str) -> str:
 def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer: str = "",
                     language: str = "en") -> tuple[str, list[str]]:
     """Markdown with [n] citations numbered by first use; returns (markdown, ids by n).
-    Headings code writes are in `language` (the question's).
-
-    Prose is written one sentence to a line: Markdown joins the lines of a paragraph, and
-    every check that reads report.md back (the Critic's, the evaluation's) sees each
-    sentence on its own line with its own citations. A sentence with an attribution
-    (figures that differ, side by side with who says them) is a bullet."""
+    Headings code writes are in `language` (the question's)."""
     from briefroom.report.language import LABELS
 
     lab = LABELS[language]
@@ -151,15 +133,6 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
         cited = f"{text} {''.join(marks)}" if marks else text
         return f"{cited} — *{claim.attribution}*" if claim.attribution and marks else cited
 
-    def prose(claims: list[Claim]) -> list[str]:
-        lines: list[str] = []
-        for claim in claims:
-            bullet = bool(claim.attribution and claim.source_ids)
-            if lines and (bullet != lines[-1].startswith("- ")):
-                lines.append("")  # a list and a paragraph are separate blocks
-            lines.append(f"- {cite(claim)}" if bullet else cite(claim))
-        return lines
-
     lines = [f"# {draft.title.strip()}", ""]
     if draft.omitted:
         note = _OMITTED_NOTE.get(language, _OMITTED_NOTE["en"])
@@ -167,9 +140,6 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
     lines += [f"## {lab['short_answer']}", "", cite(draft.short_answer), ""]
     # The short answer may repeat a section's lead figure: the section still opens with it.
     written: set[str] = set()
-    summary = [c for c in draft.summary if c.text.strip() and _bare(c.text) != _bare(draft.short_answer.text)]
-    if summary:
-        lines += [f"## {lab['summary']}", "", *prose(summary), ""]
     for section in draft.sections:
         # Models repeat themselves; a claim already made is not made again.
         fresh = []
@@ -179,25 +149,22 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
                 fresh.append(claim)
         if not fresh:
             continue
-        lines += [f"## {section.heading.strip()}", "", *prose(fresh), ""]
+        lines += [f"## {section.heading.strip()}", ""]
+        lines += [f"- {cite(claim)}" for claim in fresh]
+        lines.append("")
     written.add(draft.short_answer.text.strip())
     figures = [c for c in draft.key_figures if _bare(c.text) not in {_bare(w) for w in written}]
     if figures:
         lines += [f"## {lab['key_figures']}", ""]
         lines += [f"- {cite(claim)}" for claim in figures]
         lines.append("")
-    if draft.not_said:
-        lines += [f"## {lab['not_said_heading']}", ""]
-        lines += [f"- {part}" for part in draft.not_said]
-        lines.append("")
     lines += [f"## {lab['sources']}", ""]
     for n, sid in enumerate(order, start=1):
         record = sources.get(sid)
-        kind = f" — {draft.source_labels[sid]}" if sid in draft.source_labels else ""
         if record is None:
             lines.append(f"[{n}] (unknown source) `{sid}`")
         else:
-            lines.append(f"[{n}] {record.title}{kind} — `{record.path}` (source `{sid}`)")
+            lines.append(f"[{n}] {record.title} — `{record.path}` (source `{sid}`)")
     if footer:
         lines += ["", "---", "", footer]
     return "\n".join(lines).rstrip() + "\n", order
