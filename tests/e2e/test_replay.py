@@ -56,7 +56,7 @@ def test_shipped_scenario_corpus_is_substantial(scenario):
 
 def test_changed_prompt_diverges_with_a_diff(tmp_path, data_dir):
     scenario = tmp_path / "changed"
-    shutil.copytree(SHIPPED[0], scenario)
+    shutil.copytree(RECORDED[0], scenario)
     spec = yaml.safe_load((scenario / "scenario.yaml").read_text())
     spec["question"] = spec["question"] + " Also, what about Europe?"
     (scenario / "scenario.yaml").write_text(yaml.safe_dump(spec))
