@@ -157,6 +157,11 @@ class ModelHandle:
             extra["id_slot"] = self.slot
         if self.profile is not None and self.profile.progress:
             extra["return_progress"] = True  # a long prompt's evaluation streams progress: not idle
+        if self.profile is not None and self.profile.kind == "llama.cpp":
+            # llama.cpp's server samples without a repetition penalty (1.0) where
+            # llama-cpp-python's used 1.1: small models then loop ("1.1.1.", "(1) 1000000
+            # (2) 1000000") until the output cap.
+            extra["repeat_penalty"] = REPEAT_PENALTY
         return extra
 
     def _response_format(self, schema: dict, name: str) -> dict:
@@ -172,6 +177,7 @@ class ModelHandle:
         return {"type": "json_object"}
 
 
+REPEAT_PENALTY = 1.1
 # A tool argument written under a grammar is cut at this length: a small model asked for
 # a search query otherwise repeats itself until the output cap.
 FORCED_ARGUMENT_CHARS = 200
