@@ -19,6 +19,7 @@ from briefroom.events import (
     BusMessagePayload,
     ChatMessage,
     ClaimRejected,
+    Clarification,
     Compaction,
     ContractErrorEvent,
     ErrorEvent,
@@ -38,9 +39,11 @@ from briefroom.events import (
     MemoryWrite,
     Models,
     ModelServer,
+    PlanReview,
     ReportAccepted,
     ReportRepair,
     ResumedAfter,
+    ReviewedTask,
     RoundEnd,
     RoundSummaryEvent,
     RoundSummaryPayload,
@@ -124,6 +127,9 @@ EXAMPLES: list[Event] = [
     MemoryWrite(kind="skill_use", zone="skill", accepted=True, id="s1", action="success", reason="credited"),
     MemoryGates(seconds=0.01, written=3, rejected=9),
     RunPaused(round=1, next=["planner"]),
+    PlanReview(agent="planner", round=1, before=[ReviewedTask(task_id="t1.1", question="How big?")],
+               after=[ReviewedTask(task_id="t1.1", question="How big in 2026?")], accepted=False, note="2026 only"),
+    Clarification(agent="planner", round=1, questions=["Which region?"], answers=["Europe"]),
     Interrupted(round=1, resume="briefroom resume runs/x"),
     ErrorEvent(kind="FatalBreaker", message="budget", traceback="Traceback …"),
     RunEnd(accepted=True, repairs=0, rounds=2, cited=["S1"], tokens_used=1234, budget=None),
@@ -131,7 +137,7 @@ EXAMPLES: list[Event] = [
 
 
 def test_every_kind_has_an_example_here():
-    assert {e.event for e in EXAMPLES} == KINDS and len(KINDS) == 29
+    assert {e.event for e in EXAMPLES} == KINDS and len(KINDS) == 31
 
 
 def test_every_kind_round_trips_through_the_file(tmp_path):
