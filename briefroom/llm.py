@@ -263,7 +263,7 @@ class ModelPool:
 
 def embedded_slots(roles: list[str], parallel: int) -> int:
     """A slot for each role, and one more for each searcher instance beyond the first."""
-    return len(roles) + max(0, parallel - 1) if parallel > 1 else len(roles)
+    return len(roles) + max(0, parallel - 1)
 
 
 def needs_embedded_server(settings: Settings, roles: list[str]) -> bool:
