@@ -44,6 +44,7 @@ from briefroom.events import (
 )
 from briefroom.inspect import (
     COLORS,
+    CallRow,
     bar_chart,
     cache_hit_rate,
     call_rows,
@@ -259,7 +260,7 @@ def _calls(events: Sequence[Event]) -> str:
                   f"{E(_cut(json.dumps(reply, ensure_ascii=False, indent=1), PROMPT_CHARS))}</pre></details>")
         body.append(f"<tr><td>{r.n}</td><td>{E(r.agent)}</td><td>{r.round}</td>"
                     f"<td>{E(c.provider)}</td><td>{E(r.purpose)}</td>{cells}"
-                    f"<td>{r.prompt_tokens}</td><td>{r.use_pct}%</td><td>{detail}</td></tr>")
+                    f"<td>{r.prompt_tokens}</td><td>{_served(r)}</td><td>{r.use_pct}%</td><td>{detail}</td></tr>")
     totals = "".join(f"<tr><td>{E(a)}</td><td>{t.calls}</td><td>{t.prompt_tokens}</td>"
                      f"<td>{t.completion_tokens}</td></tr>" for a, t in sorted(totals_by_agent(calls).items()))
     head = "".join(f"<th>{s}</th>" for s in names)
@@ -270,7 +271,18 @@ def _calls(events: Sequence[Event]) -> str:
     return (f"<div>{legend}</div>{bar_chart(table, names)}<h3>Per agent</h3><table><tr><th>agent</th><th>calls"
             f"</th><th>prompt tokens</th><th>completion tokens</th></tr>{totals}</table>{cache}<h3>Every call</h3>"
             f"<table><tr><th>#</th><th>agent</th><th>round</th><th>model</th><th>purpose</th>{head}<th>total</th>"
-            f"<th>budget</th><th>what was cut, and why</th></tr>{''.join(body)}</table>")
+            f"<th>server's count</th><th>budget</th><th>what was cut, and why</th></tr>{''.join(body)}</table>")
+
+
+def _served(row: CallRow) -> str:
+    """The endpoint's own prompt-token count beside briefroom's, with the gap when they differ
+    (a budget is only as good as the count it is kept in)."""
+    served = row.served_prompt_tokens
+    if not served:
+        return "-"
+    if served == row.prompt_tokens:
+        return str(served)
+    return f"{served} ({(row.prompt_tokens - served) / served:+.1%})"
 
 
 def _text(content: str | list[Any]) -> str:

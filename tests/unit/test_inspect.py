@@ -112,3 +112,17 @@ def test_an_invalid_sources_json_stops_the_page_with_one_line_naming_it(tmp_path
     [line] = [x for x in result.stderr.splitlines() if x.strip()]
     assert line.startswith(f"error: {tmp_path / 'sources.json'}: not a valid sources file (") and problem in line
     assert runner.invoke(app, ["inspect", str(tmp_path)]).exit_code == 0  # the table does not read it
+
+
+def test_the_run_page_shows_the_servers_prompt_count_beside_ours_with_the_gap():
+    from briefroom.inspect import CallRow
+    from briefroom.runpage import _served
+
+    def row(ours: int, served: int | None) -> CallRow:
+        return CallRow(n=1, agent="searcher", round=1, purpose="search", sections={}, prompt_tokens=ours,
+                       budget=6000, use_pct=20.0, compressed=0, dropped=0, changes=[], strategy="tools",
+                       cached_tokens=None, served_prompt_tokens=served)
+
+    assert _served(row(1218, 1856)) == "1856 (-34.4%)"
+    assert _served(row(1000, 1000)) == "1000"
+    assert _served(row(1000, None)) == "-"
