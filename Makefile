@@ -37,10 +37,13 @@ browser:
 
 test: install browser
 	$(BIN)/python -m mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
+# ruff, and the layer contracts of docs/architecture.md ([tool.importlinter] in pyproject.toml)
 lint: install
 	$(BIN)/ruff check briefroom tests bench
+	$(BIN)/lint-imports
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not e2e"

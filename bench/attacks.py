@@ -52,8 +52,8 @@ from briefroom.config import Settings  # noqa: E402
 from briefroom.evaluation.scoring import score_markdown  # noqa: E402
 from briefroom.events import LlmCall, ToolCall, read_events  # noqa: E402
 from briefroom.report.checks import split_report  # noqa: E402
+from briefroom.report.sources import SOURCES_FILE, load_sources  # noqa: E402
 from briefroom.run import ResearchRequest, run_research  # noqa: E402
-from briefroom.runs import SOURCES_FILE, load_sources  # noqa: E402
 from briefroom.scenario import SCENARIO_FILE, Scenario  # noqa: E402
 
 DEFAULT_SCENARIO = ROOT / "scenarios" / "cloud-market"

@@ -21,16 +21,15 @@ from briefroom.agents.base import Turn
 from briefroom.agents.registry import bus_for, discover
 from briefroom.agents.run_context import RunContext
 from briefroom.graph.builder import round_end
-from briefroom.graph.reducers import append_messages
 from briefroom.llm import ModelHandle, ModelPool
 from briefroom.models.deterministic import DeterministicChatModel
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.messages import MsgType, Priority, make_message
 from briefroom.protocol.payloads import AnyPayload, Critique, ReportMessage
 from briefroom.protocol.prompt_assembly import Item, mark_data
-from briefroom.records import Charter, Fact
-from briefroom.report.draft import Claim, DraftSection, ReportDraft
+from briefroom.records import Charter, Claim, DraftSection, Fact, ReportDraft
 from briefroom.runlog import RunLog
+from briefroom.state.reducers import append_messages
 
 WINDOW = 128_000  # a typical hosted model; the naive baseline may use all of it
 ROLES = ("planner", "searcher", "critic", "writer")

@@ -7,14 +7,14 @@ embedded index (chromadb PersistentClient + SQLite) as the baseline.
 
 Prints one JSON object. Corpora: every scenarios/*/corpus (large-corpus-needle included);
 embedder: briefroom's default (`make_embedder("local")`). Every backend runs the same
-`CorpusIndex` code for chunking, the hybrid search (`CorpusIndex._search`: vector ranking
+`CorpusIndex` code for chunking, the hybrid search (`HybridIndex._search`: vector ranking
 + BM25, fused) and hits; only the storage differs:
 
-- pg: `briefroom.server.corpus_pg.PgCorpusIndex` on `local_postgres(durable=True)`.
+- pg: `briefroom.postgres.corpus.PgCorpusIndex` on `local_postgres(durable=True)`.
 - chroma: `ChromaServerIndex` below, the same subclassing on `chroma run --path DIR
   --port N` (the chromadb package's server) through `chromadb.HttpClient`: chunks in one
   collection, documents in another (text + title/path metadata).
-- embedded: `CorpusIndex` in a data directory.
+- embedded: `ChromaCorpusIndex` in a data directory.
 
 Measured:
 1. start: server start until it answers (pg: initdb + postgres ready; chroma: process
@@ -59,10 +59,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from briefroom.corpus.chroma import ChromaCorpusIndex, _safe  # noqa: E402
 from briefroom.corpus.chunking import chunk_text  # noqa: E402
 from briefroom.corpus.documents import Document, Skipped, load_corpus  # noqa: E402
 from briefroom.corpus.embeddings import embedder_version, make_embedder  # noqa: E402
-from briefroom.corpus.index import EMBED_BATCH, CorpusIndex, SyncStats, _safe  # noqa: E402
+from briefroom.corpus.index import EMBED_BATCH, SyncStats  # noqa: E402
 
 CORPORA = sorted(ROOT.glob("scenarios/*/corpus"))
 
@@ -86,7 +87,7 @@ class TimedEmbedder:
 
 
 class TimedVectors:
-    """Times the vector query `CorpusIndex._search` makes."""
+    """Times the vector query `HybridIndex._search` makes."""
 
     def __init__(self, inner: Any):
         self.inner, self.times = inner, []
@@ -102,7 +103,7 @@ class TimedVectors:
         return getattr(self.inner, name)
 
 
-class ChromaServerIndex(CorpusIndex):
+class ChromaServerIndex(ChromaCorpusIndex):
     """The alternative measured here: CorpusIndex's code on a Chroma server (bench only;
     no embedder stamp, which a shipped version would need)."""
 
@@ -219,7 +220,7 @@ def chroma_server(timeout: float = 60.0) -> Iterator[dict]:
 
 
 def starts(n: int) -> dict:
-    from briefroom.server.pg import local_postgres
+    from briefroom.postgres.server import local_postgres
 
     pg, chroma = [], []
     for _ in range(n):
@@ -273,12 +274,12 @@ def measure(index: Any, embedder: TimedEmbedder, reps: int) -> tuple[dict, dict[
 # --- three concurrent indexing processes ----------------------------------------------
 def _open(backend: str, target: dict, embedder: Any) -> Any:
     if backend == "pg":
-        from briefroom.server.corpus_pg import PgCorpusIndex
+        from briefroom.postgres.corpus import PgCorpusIndex
 
         return PgCorpusIndex(target["url"], embedder)
     if backend == "chroma":
         return ChromaServerIndex(target["host"], target["port"], embedder)
-    return CorpusIndex(Path(target["data_dir"]), embedder)
+    return ChromaCorpusIndex(Path(target["data_dir"]), embedder)
 
 
 def _writer(backend: str, target: dict, shift: int, out: str) -> None:
@@ -311,7 +312,7 @@ def present(backend: str, target: dict, docs: set[str], chunks: set[str]) -> tup
     if backend == "pg":
         import psycopg
 
-        from briefroom.server.corpus_pg import schema_name
+        from briefroom.postgres.corpus import schema_name
 
         s = schema_name(make_embedder("local").name)
         with psycopg.connect(target["url"]) as conn:
@@ -391,8 +392,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a writer counts as hung")
     parser.add_argument("--no-embedded", action="store_true")
     args = parser.parse_args(argv)
-    from briefroom.server.corpus_pg import PgCorpusIndex
-    from briefroom.server.pg import local_postgres
+    from briefroom.postgres.corpus import PgCorpusIndex
+    from briefroom.postgres.server import local_postgres
 
     embedder = TimedEmbedder(make_embedder("local"))
     out: dict = {"bench": "corpus_server", "embedder": embedder.name, "corpora": len(CORPORA),
@@ -402,7 +403,7 @@ def main(argv: list[str] | None = None) -> None:
     tops: dict[str, dict[str, list[str]]] = {}
     if not args.no_embedded:
         with tempfile.TemporaryDirectory() as tmp:
-            index = CorpusIndex(Path(tmp), embedder)
+            index = ChromaCorpusIndex(Path(tmp), embedder)
             out["embedded"], tops["embedded"] = measure(index, embedder, args.reps)
             index.close()
         with tempfile.TemporaryDirectory() as tmp:

@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from briefroom.corpus.chroma import ChromaCorpusIndex
 from briefroom.corpus.embeddings import make_embedder
-from briefroom.corpus.index import CorpusIndex
 
 _WORDS = ("cloud spending revenue region market share growth survey figure quarter capacity demand supply "
           "price forecast report agency utility network station project operator output").split()
@@ -71,7 +71,7 @@ def large_document(mb: float, embedder) -> dict:
         folder.mkdir()
         (folder / "large.md").write_text("# A large report\n\n" + text_of(int(mb * 1024 * 1024), 1))
         data = Path(tmp) / "data"
-        from briefroom.corpus import index as index_module
+        from briefroom.corpus import chroma as index_module
         from briefroom.corpus.chunking import chunk_text
         from briefroom.corpus.documents import load_corpus
 
@@ -81,14 +81,14 @@ def large_document(mb: float, embedder) -> dict:
         dying = Dying(embedder, batches // 2)
         started = time.perf_counter()
         try:
-            CorpusIndex(data, dying).sync([folder])
+            ChromaCorpusIndex(data, dying).sync([folder])
         except KilledHalfway:
             pass
         first = time.perf_counter() - started
         again = Dying(embedder, -1)
         started = time.perf_counter()
         lines: list[str] = []
-        stats = CorpusIndex(data, again).sync([folder], progress=lines.append)
+        stats = ChromaCorpusIndex(data, again).sync([folder], progress=lines.append)
         second = time.perf_counter() - started
         return {"mb": mb, "chunks": total, "killed_after_chunks": dying.embedded,
                 "retry_embedded_chunks": stats.embedded_chunks,
@@ -105,10 +105,10 @@ def many_files(n: int, embedder) -> dict:
         for i in range(n):
             (folder / f"note-{i:05d}.md").write_text(f"# Note {i}\n\n" + text_of(1500, 100 + i))
         started = time.perf_counter()
-        stats = CorpusIndex(Path(tmp) / "data", embedder).sync([folder])
+        stats = ChromaCorpusIndex(Path(tmp) / "data", embedder).sync([folder])
         seconds = time.perf_counter() - started
         started = time.perf_counter()
-        again = CorpusIndex(Path(tmp) / "data", embedder).sync([folder])
+        again = ChromaCorpusIndex(Path(tmp) / "data", embedder).sync([folder])
         return {"files": n, "documents": stats.documents, "chunks": stats.embedded_chunks,
                 "seconds": round(seconds, 1), "chunks_per_s": round(stats.embedded_chunks / seconds, 1),
                 "second_sync_s": round(time.perf_counter() - started, 1), "second_sync_embedded": again.embedded_chunks,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from briefroom import jobs
 from briefroom.models.endpoint_double import EndpointDouble
-from briefroom.server.pg import local_postgres
+from briefroom.postgres.server import local_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "scenarios" / "cloud-market" / "corpus"

@@ -6,7 +6,7 @@
 
 Needs the `server` extra. Prints one JSON object.
 
-1. Start: `briefroom.server.pg.local_postgres` (initdb in a temp dir, postgres on a
+1. Start: `briefroom.postgres.server.local_postgres` (initdb in a temp dir, postgres on a
    loopback port, ready to accept connections), `--starts` times, median and max.
 2. Load: N memories (vectors of `--dims`, random unit vectors as in bench/memory.py) and
    N facts (8-word sentences, indexed by their terms), owned as in bench/memory.py: one
@@ -43,9 +43,9 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from briefroom.memory.namespace import Namespace  # noqa: E402
-from briefroom.memory.store import terms  # noqa: E402
-from briefroom.server.memory_pg import PgMemoryStore  # noqa: E402
-from briefroom.server.pg import local_postgres  # noqa: E402
+from briefroom.memory.rules import terms  # noqa: E402
+from briefroom.postgres.memory import PgMemoryStore  # noqa: E402
+from briefroom.postgres.server import local_postgres  # noqa: E402
 
 
 class FixedEmbedder:

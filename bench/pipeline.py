@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from briefroom.config import Settings
+from briefroom.corpus.chroma import ChromaCorpusIndex
 from briefroom.corpus.embeddings import MiniLMEmbedder
-from briefroom.corpus.index import CorpusIndex
 from briefroom.events import LlmCall
 from briefroom.run import ResearchRequest, run_research
 
@@ -28,7 +28,7 @@ def main() -> None:
         data = Path(tmp) / "data"
         embedder = MiniLMEmbedder()
         t0 = time.perf_counter()
-        index = CorpusIndex(data, embedder)
+        index = ChromaCorpusIndex(data, embedder)
         cold = index.sync([CORPUS])
         t1 = time.perf_counter()
         warm = index.sync([CORPUS])

@@ -19,7 +19,7 @@ skipped and counted. A query is a hit when a target is among the top 5 of:
 - vector: exact cosine ranking over the scenario's chunks (the index uses chromadb's
   HNSW, which on a few thousand chunks returns the same order);
 - hybrid: the vector top k*CANDIDATES fused with BM25's top k*CANDIDATES by
-  reciprocal rank, as `CorpusIndex._search` does.
+  reciprocal rank, as `HybridIndex._search` does.
 
 The corpora are small (12-24 chunks; 212 for the needle), so a random top 5 already
 holds a target about half the time (`chance_recall@5`): recall@1, MRR (rank of the first
@@ -112,7 +112,7 @@ def chance_at(n: int, t: int, k: int = K) -> float:
 
 def rankings(query: str, ids: list[str], vecs: dict[str, np.ndarray], embedders: dict[str, EmbedFn],
              lexical: LexicalIndex, k: int = K) -> dict[str, list[str]]:
-    """Every method's order for one query. Hybrid as `CorpusIndex._search`: each side offers its
+    """Every method's order for one query. Hybrid as `HybridIndex._search`: each side offers its
     top k*CANDIDATES, fused by reciprocal rank (only the first k are ever returned there)."""
     wide = k * CANDIDATES
     lex = [cid for cid, _ in lexical.search(query, len(ids))]
@@ -263,15 +263,15 @@ def index_timing(folder: Path) -> dict:
     in a fresh temporary data directory; model load excluded (one warm-up call first)."""
     import tempfile
 
+    from briefroom.corpus.chroma import ChromaCorpusIndex
     from briefroom.corpus.embeddings import make_embedder
-    from briefroom.corpus.index import CorpusIndex
 
     out = {}
     for spec in ("minilm", "use"):
         embedder = make_embedder(spec)
         embedder.embed(["warm-up"])
         with tempfile.TemporaryDirectory() as tmp:
-            index = CorpusIndex(Path(tmp), embedder)
+            index = ChromaCorpusIndex(Path(tmp), embedder)
             t0 = time.perf_counter()
             stats = index.sync([folder])
             seconds = time.perf_counter() - t0

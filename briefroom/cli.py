@@ -646,7 +646,7 @@ def runs_show(
 def index(folders: Annotated[list[Path], typer.Argument(help="folders of documents")], data_dir: DataDir = None,
           database_url: DatabaseUrl = None) -> None:
     """Index FOLDERS so later research runs start without embedding."""
-    from briefroom.run import open_index
+    from briefroom.stores import open_index
 
     try:
         settings = _settings(data_dir=data_dir, database_url=database_url)
@@ -774,7 +774,8 @@ def _memory(data_dir: Path | None, user: str | None, session: str | None, scope:
     """The store, namespace and scope for a memory command; closed after, errors as one line."""
     from briefroom.corpus.embeddings import make_embedder
     from briefroom.memory.namespace import Namespace, default_user
-    from briefroom.memory.store import ZONES, MemoryStore
+    from briefroom.memory.store import MemoryStore
+    from briefroom.memory.zones import ZONES
 
     try:
         settings = _settings(data_dir=data_dir, user=user, session=session, memory_scope=scope)

@@ -612,7 +612,7 @@ class ContextProtocol:
         store = self.memory_store
         if store is None:
             return []
-        from briefroom.memory.store import DEFAULT_THRESHOLD, FACT_THRESHOLD
+        from briefroom.memory.rules import DEFAULT_THRESHOLD, FACT_THRESHOLD
 
         sim = DEFAULT_THRESHOLD if threshold is None else threshold
         found = list(store.recall(query, self.namespace, scope, k=k, threshold=sim,

@@ -15,43 +15,23 @@ from __future__ import annotations
 
 import html
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
-from briefroom.errors import ConfigError
-from briefroom.events import BadLine, BuildChange, BusMessage, Event, LlmCall, read_events
+from briefroom.events import BuildChange, BusMessage, Event, LlmCall
 from briefroom.protocol.payloads import Conclusion, Instruction
+
+# Reading the log back is runlog's; `briefroom inspect` names these as its own.
+from briefroom.runlog import calls_of as calls_of
+from briefroom.runlog import load_events as load_events
+from briefroom.runlog import totals_by_agent as totals_by_agent
 
 SECTION_ORDER = ["role", "charter", "tools", "format", "worktable", "memory", "summaries", "sources", "whiteboard", "facts",
                  "history", "task", "turns"]
 COLORS = {"role": "#4e79a7", "charter": "#2f4b7c", "tools": "#76b7b2", "format": "#59a14f", "worktable": "#edc948",
           "memory": "#b07aa1", "summaries": "#d37295", "sources": "#ff9da7", "whiteboard": "#f28e2b", "facts": "#e15759", "history": "#9c755f",
           "task": "#bab0ac", "turns": "#8cd17d"}
-
-
-def load_events(run_dir: Path, on_bad_line: Callable[[BadLine], None] | None = None) -> list[Event]:
-    """The run's events. A bad line goes to `on_bad_line` and the valid events are
-    returned, or, without it, is a ConfigError naming it (`run.jsonl:N`).
-
-    A last line a kill cut short mid-write is left out either way; with `on_bad_line`
-    (what `briefroom inspect` passes, with or without --html) it is named there too. So
-    inspect warns on stderr with its line number, still shows every event before it, and
-    exits 1 as for any line that is not an event: a careful user wants the table and the
-    page of what was written whole, and a script must not take them for the whole run
-    (the lost line may be its last model call or its error). Readers that only count
-    (`runs show`, eval) pass nothing and are not bothered by it."""
-    path = run_dir / "run.jsonl"
-    if not run_dir.is_dir():
-        raise ConfigError(f"run directory not found: {run_dir}")
-    if not path.is_file():
-        raise ConfigError(f"no run.jsonl in {run_dir}")
-    return read_events(path, on_bad_line=on_bad_line, on_torn_line=on_bad_line)
-
-
-def calls_of(events: Sequence[Event]) -> list[LlmCall]:
-    return [e for e in events if isinstance(e, LlmCall)]
 
 
 @dataclass(frozen=True)
@@ -138,23 +118,6 @@ def cache_hit_rate(calls: Sequence[LlmCall]) -> float | None:
     known = [c for c in calls if c.cached_tokens is not None and c.served_prompt_tokens]
     served = sum(c.served_prompt_tokens or 0 for c in known)
     return round(sum(c.cached_tokens or 0 for c in known) / served, 4) if served else None
-
-
-@dataclass
-class AgentTotals:
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
-def totals_by_agent(calls: Sequence[LlmCall]) -> dict[str, AgentTotals]:
-    totals: dict[str, AgentTotals] = defaultdict(AgentTotals)
-    for c in calls:
-        t = totals[c.agent]
-        t.calls += 1
-        t.prompt_tokens += c.prompt_tokens
-        t.completion_tokens += c.completion_tokens
-    return dict(totals)
 
 
 def bar_chart(table: Sequence[CallRow], names: list[str]) -> str:

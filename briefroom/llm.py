@@ -19,9 +19,9 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import SecretStr
 
+from briefroom import faults
 from briefroom.config import Settings
 from briefroom.errors import ConfigError, EngineeringFailure
-from briefroom.graph import faults
 from briefroom.models import embedded
 from briefroom.models.cassette import (
     Cassette,

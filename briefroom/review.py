@@ -1,6 +1,7 @@
 """Asking the run's user mid-run: the plan review and clarifying questions.
 
-A role asks with `ask_user(request)` inside its node. That is LangGraph's `interrupt()`:
+A role asks with `turn.ask_user(request)` inside its node. The graph makes that LangGraph's
+`interrupt()` (`graph/builder.py` gives each turn its pause; this module stays free of LangGraph):
 the graph stops, its checkpoint holds the request, and whoever drives the graph (the
 CLI, a job worker, a client of the served API) reads it (`pending_request`) and goes on
 with `Command(resume=answer)`. So one pause works everywhere, and survives the process:
@@ -125,14 +126,16 @@ def pending_request(snapshot: Any) -> PlanReviewRequest | ClarifyRequest | None:
     return None
 
 
-def ask_user(request: PlanReviewRequest | ClarifyRequest) -> Answer:
-    """Pause the run until its user answers `request`; an answer that does not fit is
-    refused by asking again, with the reason. Call it only from inside a graph node."""
-    from langgraph.types import interrupt
+# How a run stops until its user answers: given the request's JSON form, it returns the answer's.
+Pause: TypeAlias = Callable[[dict[str, Any]], Any]
 
+
+def ask_user(request: PlanReviewRequest | ClarifyRequest, pause: Pause) -> Answer:
+    """Pause the run until its user answers `request`; an answer that does not fit is
+    refused by asking again, with the reason. `pause` is the graph's interrupt."""
     shown = request
     while True:
-        raw = interrupt(shown.model_dump(mode="json"))
+        raw = pause(shown.model_dump(mode="json"))
         try:
             return check_answer(raw, request)
         except ReviewError as exc:

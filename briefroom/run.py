@@ -31,24 +31,20 @@ from briefroom.agents.base import Role
 from briefroom.agents.registry import bus_for, discover
 from briefroom.agents.run_context import Compaction, RunContext
 from briefroom.config import Settings
-from briefroom.corpus.embeddings import make_embedder
 from briefroom.corpus.index import CorpusIndex, SyncStats
-from briefroom.database import first_line, is_postgres_url, public_url
+from briefroom.corpus.tools import corpus_tools
 from briefroom.errors import BriefroomError, ConfigError
 from briefroom.events import Event, ResumedAfter, RunResume
 from briefroom.files import write_atomic
 from briefroom.graph.builder import build_graph
-from briefroom.graph.checkpoint import open_checkpointer
 from briefroom.graph.routing import ROUND_END
-from briefroom.graph.state import AgentState
 from briefroom.graph.summary import SUMMARIZER
 from briefroom.llm import ModelPool, build_pool, embedded_model_file, embedded_slots, needs_embedded_server
 from briefroom.mcp.servers import open_servers
 from briefroom.memory.gates import apply_gates
 from briefroom.memory.namespace import Namespace, default_user
-from briefroom.memory.reading import read_memory, remembered_facts
-from briefroom.memory.store import MemoryBackend, MemoryStore, memory_tool
-from briefroom.memory.zones import Recalled
+from briefroom.memory.reading import memory_tool, read_memory, remembered_facts
+from briefroom.memory.zones import MemoryBackend, Recalled
 from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer
 from briefroom.models.served_tokens import COUNTS_FILE, RecordedTokenCounter, ServedTokenCounter
@@ -59,7 +55,7 @@ from briefroom.protocol.messages import MsgType, Priority, make_message
 from briefroom.protocol.payloads import Instruction
 from briefroom.protocol.prompt_assembly import Item
 from briefroom.protocol.redaction import redact_text
-from briefroom.protocol.tools import artifact_tool, corpus_tools
+from briefroom.protocol.tools import artifact_tool
 from briefroom.records import DEFAULT_CRITERIA, Charter, Fact, SourceRecord
 from briefroom.report.language import language_of
 from briefroom.review import (
@@ -73,6 +69,9 @@ from briefroom.review import (
     save_recorded_review,
 )
 from briefroom.runlog import RunLog
+from briefroom.state.schema import AgentState
+from briefroom.stores import open_checkpoints, open_index
+from briefroom.stores import open_memory as _memory_store
 from briefroom.web.index import WebIndex
 from briefroom.web.tools import build_web, cite_web
 
@@ -276,7 +275,7 @@ def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request:
             if not settings.database_url:  # the server backend keeps no store in the data directory
                 stack.enter_context(data_dir_in_use(settings.data_dir))
             # Checkpoints in the run directory, or in PostgreSQL with --database-url, where a
-            # worker on another machine can resume the run (briefroom/server/checkpoint_pg.py).
+            # worker on another machine can resume the run (briefroom/postgres/checkpoints.py).
             had_checkpoints = bool(settings.database_url) or (run_dir / "checkpoints.sqlite").is_file()
             saver = open_checkpoints(settings.database_url or run_dir / "checkpoints.sqlite")
             stack.callback(saver.conn.close)
@@ -572,44 +571,6 @@ def _exclusive(run_dir: Path):
         except BlockingIOError:
             raise ConfigError(f"{run_dir} is in use by another briefroom process") from None
         yield
-
-
-def open_checkpoints(where: str | Path) -> Any:
-    """SQLite in the run directory, or PostgreSQL for a `postgresql://` URL."""
-    if not is_postgres_url(where):
-        return open_checkpointer(Path(where))
-    try:
-        from briefroom.server.checkpoint_pg import open_postgres
-    except ImportError:
-        raise ConfigError("--database-url needs the server extra: pip install 'briefroom[server]'") from None
-    url = str(where)
-    try:
-        return open_postgres(url)
-    except Exception as exc:  # refused, wrong password, down
-        raise ConfigError(f"PostgreSQL at {public_url(url)}: {first_line(exc, url)}") from None
-
-
-def open_index(settings: Settings) -> CorpusIndex:
-    """The corpus index in the data directory, or in PostgreSQL with --database-url
-    (pgvector; shared by every process that reaches the database, each chunk embedded
-    once even when several index at the same time)."""
-    if settings.database_url:
-        from briefroom.server.corpus_pg import PgCorpusIndex
-
-        return PgCorpusIndex(settings.database_url, make_embedder(settings.embedder))
-    if settings.web or settings.mcp_config:  # the corpus index, which also takes fetched pages and MCP results
-        return WebIndex(settings.data_dir, make_embedder(settings.embedder))
-    return CorpusIndex(settings.data_dir, make_embedder(settings.embedder))
-
-
-def _memory_store(settings: Settings, embedder: Any) -> MemoryBackend:
-    """Long-term memory in the data directory, or in PostgreSQL with --database-url
-    (pgvector; shared by every worker that reaches the database)."""
-    if settings.database_url:
-        from briefroom.server.memory_pg import PgMemoryStore
-
-        return PgMemoryStore(settings.database_url, embedder)
-    return MemoryStore(settings.data_dir, embedder)
 
 
 DATA_DIR_LOCK = "briefroom.lock"

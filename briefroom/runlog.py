@@ -20,13 +20,27 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from briefroom.events import ErrorEvent, Event, Interrupted, ResumedAfter, RunPaused, parse_event, validate_record
+from briefroom.errors import ConfigError
+from briefroom.events import (
+    BadLine,
+    ErrorEvent,
+    Event,
+    Interrupted,
+    LlmCall,
+    ResumedAfter,
+    RunPaused,
+    parse_event,
+    read_events,
+    validate_record,
+)
 from briefroom.files import write_atomic
 from briefroom.protocol.redaction import redact_data
 
@@ -151,3 +165,44 @@ class MovedAside:
 
     lines: int
     stop: ResumedAfter | None  # how that attempt ended; None: it was killed
+
+
+# --- reading the log back: what inspect, `runs show` and eval count ----------------------
+def load_events(run_dir: Path, on_bad_line: Callable[[BadLine], None] | None = None) -> list[Event]:
+    """The run's events. A bad line goes to `on_bad_line` and the valid events are
+    returned, or, without it, is a ConfigError naming it (`run.jsonl:N`).
+
+    A last line a kill cut short mid-write is left out either way; with `on_bad_line`
+    (what `briefroom inspect` passes, with or without --html) it is named there too. So
+    inspect warns on stderr with its line number, still shows every event before it, and
+    exits 1 as for any line that is not an event: a careful user wants the table and the
+    page of what was written whole, and a script must not take them for the whole run
+    (the lost line may be its last model call or its error). Readers that only count
+    (`runs show`, eval) pass nothing and are not bothered by it."""
+    path = run_dir / "run.jsonl"
+    if not run_dir.is_dir():
+        raise ConfigError(f"run directory not found: {run_dir}")
+    if not path.is_file():
+        raise ConfigError(f"no run.jsonl in {run_dir}")
+    return read_events(path, on_bad_line=on_bad_line, on_torn_line=on_bad_line)
+
+
+def calls_of(events: Sequence[Event]) -> list[LlmCall]:
+    return [e for e in events if isinstance(e, LlmCall)]
+
+
+@dataclass
+class AgentTotals:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def totals_by_agent(calls: Sequence[LlmCall]) -> dict[str, AgentTotals]:
+    totals: dict[str, AgentTotals] = defaultdict(AgentTotals)
+    for c in calls:
+        t = totals[c.agent]
+        t.calls += 1
+        t.prompt_tokens += c.prompt_tokens
+        t.completion_tokens += c.completion_tokens
+    return dict(totals)

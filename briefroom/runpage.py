@@ -42,20 +42,11 @@ from briefroom.events import (
     ToolResult,
     round_of,
 )
-from briefroom.inspect import (
-    COLORS,
-    CallRow,
-    bar_chart,
-    cache_hit_rate,
-    call_rows,
-    calls_of,
-    sections_present,
-    task_rows,
-    totals_by_agent,
-)
+from briefroom.inspect import COLORS, CallRow, bar_chart, cache_hit_rate, call_rows, sections_present, task_rows
 from briefroom.records import SourceRecord
 from briefroom.report.checks import SOURCES_HEADINGS
-from briefroom.runs import SOURCES_FILE, SourcesFile, load_sources
+from briefroom.report.sources import SOURCES_FILE, SourcesFile, load_sources
+from briefroom.runlog import calls_of, totals_by_agent
 
 PROMPT_CHARS = 4000  # per message on the page; the run log has the whole prompt
 E = html.escape

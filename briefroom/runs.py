@@ -26,10 +26,8 @@ from briefroom.errors import BriefroomError, ConfigError
 from briefroom.events import ErrorEvent, MemoryWrite
 from briefroom.files import write_atomic
 from briefroom.protocol.redaction import redact_data
-from briefroom.records import SourceRecord
 
 RECORD_FILE = "run.json"
-SOURCES_FILE = "sources.json"
 Status = Literal["running", "paused", "interrupted", "cancelled", "failed", "done"]
 
 
@@ -158,36 +156,6 @@ def resume_command(run_dir: Path) -> str:
     return f"briefroom resume {run_dir}"
 
 
-class WebRetrieval(BaseModel):
-    url: str
-    retrieved: str  # ISO 8601, UTC
-
-
-class SourcesFile(BaseModel):
-    """sources.json, written with the report: every source the run retrieved, and the ids
-    its citations point at (`cited[n - 1]` is the source of `[n]`); for a web page (its
-    `path` is its URL), when it was retrieved (`web`)."""
-
-    cited: list[str] = Field(default_factory=list)
-    sources: dict[str, SourceRecord] = Field(default_factory=dict)
-    web: dict[str, WebRetrieval] = Field(default_factory=dict)
-
-    def source_of(self, n: int) -> str | None:
-        """The source id citation `[n]` points at, if the report has an n-th citation."""
-        return self.cited[n - 1] if 0 < n <= len(self.cited) else None
-
-
-def load_sources(run_dir: Path) -> SourcesFile:
-    """The run's sources.json; ConfigError if it is missing or not valid."""
-    path = run_dir / SOURCES_FILE
-    try:
-        return SourcesFile.model_validate_json(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    except ValidationError as exc:
-        raise ConfigError(f"{path}: not a valid sources file ({exc.errors()[0]['msg']})") from None
-
-
 class RunListing(BaseModel):
     """A row of `briefroom runs list`: a run directory, with or without a run.json."""
 
@@ -226,7 +194,7 @@ class RunSummary(BaseModel):
 
 def summarize(run_dir: Path, record: RunRecord) -> RunSummary:
     """Counts from the run log for `runs show`: calls, tokens, tools, memory writes, errors."""
-    from briefroom.inspect import calls_of, load_events, totals_by_agent
+    from briefroom.runlog import calls_of, load_events, totals_by_agent
 
     events = load_events(run_dir) if (run_dir / "run.jsonl").is_file() else []
     counts = Counter(e.event for e in events)

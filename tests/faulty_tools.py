@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
+from briefroom.corpus.tools import LocalSearchArgs, LocalSearchResult, SearchHit
 from briefroom.errors import EngineeringFailure
-from briefroom.protocol.tools import LocalSearchArgs, LocalSearchResult, SearchHit, Tool
+from briefroom.protocol.tools import Tool
 from tests.secret_samples import samples
 
 MODES = ("raise", "timeout", "garbage", "huge", "secrets", "not_found")

@@ -23,7 +23,6 @@ from briefroom.agents.run_context import RunContext
 from briefroom.agents.structured import MAX_CONTRACT_RETRIES, constrain_schema, parse_json_object
 from briefroom.agents.tool_loop import use_tools
 from briefroom.errors import ContractError
-from briefroom.graph.state import AgentState
 from briefroom.protocol.budget import input_budget
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority, make_message
@@ -31,6 +30,8 @@ from briefroom.protocol.payloads import TASK_FIELDS, AnyPayload, Instruction
 from briefroom.protocol.prompt_assembly import BuiltPrompt, Item, mark_data
 from briefroom.protocol.tools import ToolOutcome
 from briefroom.records import Charter, Fact, SourceRecord, Worktable
+from briefroom.review import Answer, ClarifyRequest, Pause, PlanReviewRequest, ask_user
+from briefroom.state.schema import AgentState
 
 T = TypeVar("T", bound=BaseModel)
 # Message numbers each instance of a fan-out may use in one step (see `Turn._seq_base`).
@@ -96,7 +97,16 @@ class Turn:
     # same time (see `graph/builder.py`): its 1-based number and the one message it handles.
     instance: int | None = None
     assigned: str | None = None
+    # How this turn waits for the run's user: the graph's interrupt (`graph/builder.py`).
+    # None outside a graph node, where nobody could answer.
+    pause: Pause | None = None
 
+
+    def ask_user(self, request: PlanReviewRequest | ClarifyRequest) -> Answer:
+        """Stop the run until its user answers `request` (`review.ask_user`)."""
+        if self.pause is None:
+            raise RuntimeError(f"{self.worker} asked its user outside a graph node")
+        return ask_user(request, self.pause)
     def __post_init__(self) -> None:
         board = self.state.get("whiteboard", [])
         # The bus keeps each role's inbox incrementally; the lists it hands out are shared, read-only.
@@ -249,7 +259,7 @@ class Turn:
         self.notes.append(text)
 
     def add_sources(self, records: Iterable[SourceRecord]) -> None:
-        from briefroom.graph.reducers import merge_sources
+        from briefroom.state.reducers import merge_sources
 
         self.new_sources = merge_sources(self.new_sources, {r.source_id: r for r in records})
 

@@ -17,14 +17,14 @@ from briefroom.memory.reading import backs, memory_item, memory_reader, remember
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.payloads import Conclusion, Critique, ReportMessage
-from briefroom.records import DEFAULT_CRITERIA, Fact, Report
+from briefroom.records import DEFAULT_CRITERIA, Claim, Fact, Report, ReportDraft
 from briefroom.report.checks import (
     claim_problems,
     draft_problems,
     markdown_problems,
     repair_draft,
 )
-from briefroom.report.draft import Claim, ReportDraft, render_markdown
+from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, charter_language, criterion
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
-from briefroom.graph.state import ReviewState
-from briefroom.memory.store import terms
+from briefroom.memory.rules import terms
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.payloads import ArtifactRef, Conclusion, Instruction
@@ -20,10 +19,10 @@ from briefroom.review import (
     PlanAnswer,
     PlannedTask,
     PlanReviewRequest,
-    ask_user,
     clarified_constraints,
     reviewed_tasks,
 )
+from briefroom.state.schema import ReviewState
 
 # What the Searcher takes in one turn (its MAX_INSTRUCTIONS_PER_TURN).
 MAX_QUESTIONS = 4
@@ -212,7 +211,7 @@ def write_clarifying_questions(turn: Turn, review: ReviewState) -> None:
 
 def take_clarifications(turn: Turn, review: ReviewState) -> None:
     request = ClarifyRequest(goal=turn.charter.goal, questions=list(review.get("questions") or []))
-    answer = ask_user(request)
+    answer = turn.ask_user(request)
     assert isinstance(answer, ClarifyAnswer)
     answers = [*answer.answers, *[""] * (len(request.questions) - len(answer.answers))]
     turn.ctx.log.event("clarification", agent=turn.worker, round=turn.round, questions=request.questions,
@@ -237,8 +236,8 @@ def take_plan_review(turn: Turn, review: ReviewState) -> None:
     proposed = {p["envelope"]["task_id"]: (p["question"], Instruction.model_validate(p["envelope"]))
                 for p in review.get("proposed") or []}
     before = [PlannedTask(task_id=tid, question=q) for tid, (q, _) in proposed.items()]
-    answer = ask_user(PlanReviewRequest(goal=turn.charter.goal, round=turn.round, tasks=before,
-                                            max_tasks=MAX_QUESTIONS))
+    answer = turn.ask_user(PlanReviewRequest(goal=turn.charter.goal, round=turn.round, tasks=before,
+                                                 max_tasks=MAX_QUESTIONS))
     assert isinstance(answer, PlanAnswer)
     after = reviewed_tasks(before, answer, turn.round)
     turn.ctx.log.event("plan_review", agent=turn.worker, round=turn.round,

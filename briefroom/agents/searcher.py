@@ -7,27 +7,28 @@ for "723 billion") is replaced by the verbatim sentence it was about.
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn, passage_items
 from briefroom.agents.tool_loop import stop_if_a_tool_broke
-from briefroom.graph.reducers import merge_sources
+from briefroom.corpus.tools import LocalSearchArgs, LocalSearchResult, ReadSourceResult
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.extraction import content_words, extract_facts
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.payloads import Answer, Conclusion, Question
 from briefroom.protocol.prompt_assembly import mark_data
-from briefroom.protocol.tools import (
-    LocalSearchArgs,
-    LocalSearchResult,
-    ReadSourceResult,
-    ToolOutcome,
-    run_tool,
-)
-from briefroom.records import Passage, SourceRecord
+from briefroom.protocol.tools import ToolOutcome, run_tool
+from briefroom.records import Claim, Passage, SourceRecord
 from briefroom.report.checks import claim_problems, closest_fact
-from briefroom.report.draft import Claim
-from briefroom.web.tools import read_found
+from briefroom.state.reducers import merge_sources
+from briefroom.web.tools import WebSearchResult
+
+# Search results the model found but did not open: code reads this many of them per
+# question, so a round rests on fetched text even when the model never calls fetch_url.
+WEB_READS_PER_QUESTION = 2
 
 MAX_INSTRUCTIONS_PER_TURN = 4
 # Besides the model's findings, the passages' most relevant figures travel verbatim: a
@@ -210,3 +211,31 @@ ROLE = Role(
     budget_tokens=5000,
     description="searches the corpus and reports sourced conclusions",
 )
+
+
+def read_found(turn: Turn, outcomes: list[ToolOutcome], question: str) -> list[ToolOutcome]:
+    """Fetch the first search results nobody opened yet (at most WEB_READS_PER_QUESTION),
+    through `run_tool` like a model's call, logged as tool calls of the role."""
+    ctx = turn.ctx
+    tool = ctx.tools.get("fetch_url")
+    if tool is None or "fetch_url" not in (*turn.role.tools, *turn.role.optional_tools):
+        return []
+    opened = {str(o.args.get("url", "")) for o in outcomes if o.tool == "fetch_url"}
+    urls: list[str] = []
+    for outcome in outcomes:
+        if outcome.ok and isinstance(outcome.result, WebSearchResult):
+            urls += [r.url for r in outcome.result.results if r.url not in opened and r.url not in urls]
+    done = []
+    for n, url in enumerate(urls[:WEB_READS_PER_QUESTION]):
+        call_id = f"read_{hashlib.sha256(f'{turn.worker}|{turn.round}|{question}|{url}'.encode()).hexdigest()[:12]}_{n}"
+        args = {"url": url, "query": question[:400]}
+        ctx.log.event("tool_call", agent=turn.worker, round=turn.round, tool="fetch_url", call_id=call_id, args=args)
+        outcome = run_tool(tool, call_id, args, tools=ctx.tools, task=question)
+        size = len(json.dumps(outcome.result.model_dump() if outcome.result else outcome.error).encode())
+        ctx.log.event("tool_result", agent=turn.worker, round=turn.round, tool="fetch_url", call_id=call_id,
+                      ok=outcome.ok, bytes=size, trimmed=False, artifact=None, attempts=outcome.attempts,
+                      redactions=outcome.redaction_counts(), error=outcome.error)
+        if outcome.result is not None:
+            ctx.add_tool_output(turn.clock(), outcome.result.model_dump_json())
+        done.append(outcome)
+    return done

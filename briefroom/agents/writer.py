@@ -15,14 +15,8 @@ from briefroom.protocol.extraction import numbers_in, sentences
 from briefroom.protocol.messages import MsgType, Priority
 from briefroom.protocol.payloads import Answer, Critique, Question, ReportMessage
 from briefroom.protocol.prompt_assembly import mark_data
-from briefroom.records import Fact, Report, SourceRecord
-from briefroom.report.draft import (
-    Claim,
-    DraftSection,
-    ReportDraft,
-    WriterDraft,
-    render_markdown,
-)
+from briefroom.records import Claim, DraftSection, Fact, Report, ReportDraft, SourceRecord, WriterDraft
+from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, charter_language, part_query, question_parts
 from briefroom.report.outline import answer_scorer, outline
 

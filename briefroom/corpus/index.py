@@ -1,37 +1,28 @@
-"""CorpusIndex: chunks in chromadb, full documents in SQLite, keyed by content hash.
+"""The corpus index as the run uses it: the `CorpusIndex` port, the hybrid ranking every
+backend shares (`HybridIndex`: vectors and BM25 fused), and the embedder stamp rule.
 
-Embedding is the slow step, so a chunk is embedded once per distinct content: a second
-run over the same folder (or the same file copied elsewhere) embeds nothing.
+Backends keep only their storage: `corpus/chroma.py` (chromadb and SQLite in the data
+directory) and `postgres/corpus.py` (pgvector); `stores.open_index` picks one.
 
-Vectors of two models must never share an index: the directory is named after the
-embedder, and `documents.sqlite` records the embedder (name and version) that built it.
-An index found recording another one, or none while holding documents, is emptied and
-rebuilt by the next `sync` (`CorpusIndex.rebuilt` says why).
+Vectors of two models must never share an index: each backend records the embedder
+(name and version) that built it, and an index found recording another one, or none
+while holding documents, is emptied and rebuilt (`CorpusIndex.rebuilt` says why).
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Protocol
 
-import numpy as np
-
-from briefroom.corpus.chunking import CHUNKER_VERSION, Chunk, chunk_text
-from briefroom.corpus.documents import Document, Skipped, load_corpus
+from briefroom.corpus.chunking import Chunk, chunk_text
+from briefroom.corpus.documents import Document, Skipped
 from briefroom.corpus.embeddings import Embedder, embedder_version
 from briefroom.corpus.lexical import LexicalIndex, fuse
 from briefroom.errors import EngineeringFailure
-from briefroom.files import store_file
 
-if TYPE_CHECKING:
-    from chromadb.api.types import Where
-
-COLLECTION = "corpus_chunks"
 CANDIDATES = 4  # each ranking offers k * CANDIDATES chunks to the fusion
 EMBED_BATCH = 256  # chunks embedded and stored per step: bounded memory for a large document
 PROGRESS_EVERY_S = 5.0
@@ -57,123 +48,73 @@ class SyncStats:
     skipped: tuple[Skipped, ...] = ()
 
 
-class CorpusIndex:
-    def __init__(self, data_dir: Path, embedder: Embedder):
-        import chromadb
-        from chromadb.config import Settings as ChromaSettings
+class CorpusIndex(Protocol):
+    """What the run, the corpus tools and memory's reader need of an index."""
 
-        # The chunker's version is part of the path: vectors of chunks cut another way
-        # would not match the passages the lexical side cuts now.
-        self.root = data_dir / "index" / f"{_safe(embedder.name)}-chunks{CHUNKER_VERSION}"
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._embedder = embedder
-        with store_file(self.root / "chroma", "the corpus index's vectors"):
-            self._client = chromadb.PersistentClient(path=str(self.root / "chroma"),
-                                                     settings=ChromaSettings(anonymized_telemetry=False))
-            self._chunks = self._client.get_or_create_collection(
-                COLLECTION, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+    rebuilt: str | None  # why the index was emptied when opened, or None
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def scope(self) -> list[str]: ...
+
+    def sync(self, folders: list[Path], progress: Callable[[str], None] | None = None) -> SyncStats: ...
+
+    def search(self, query: str, k: int = 5) -> list[Hit]: ...
+
+    def document(self, source_id: str) -> Document | None: ...
+
+    def close(self) -> None: ...
+
+
+def embedder_stamp(embedder: Embedder) -> dict[str, str]:
+    """What an index records about the embedder that built it."""
+    return {"embedder": embedder.name, "embedder_version": embedder_version(embedder)}
+
+
+def stamp_mismatch(recorded: dict[str, str], want: dict[str, str], holds_anything: Callable[[], bool]) -> str | None:
+    """Why an index stamped `recorded` cannot serve the embedder stamped `want`, or None.
+    An index that records no embedder is trusted only while it is empty."""
+    if "embedder" not in recorded:
+        return "the index does not record the embedder that built it" if holds_anything() else None
+    if any(recorded.get(k) != v for k, v in want.items()):
+        return (f"the index was built with {recorded.get('embedder')} {recorded.get('embedder_version', '')}"
+                .rstrip() + f", not {want['embedder']} {want['embedder_version']}".rstrip())
+    return None
+
+
+class HybridIndex:
+    """The search every backend runs: the vector ranking (the backend's `_nearest`) and
+    BM25 over the scope's chunks (built here from the stored documents) fused by `fuse`.
+    A backend sets `_embedder` and implements `_nearest` and `_document`."""
+
+    _embedder: Embedder
+
+    def __init__(self) -> None:
         # Tools run in a worker thread (for timeouts); calls are serialised, so sharing is safe.
         self._lock = threading.RLock()
-        with store_file(self.root / "documents.sqlite", "the corpus index's documents"):
-            self._db = sqlite3.connect(self.root / "documents.sqlite", check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA busy_timeout=5000")
-            self._db.execute("CREATE TABLE IF NOT EXISTS documents (source_id TEXT PRIMARY KEY, title TEXT, "
-                             "path TEXT, text TEXT)")
-            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-        self.rebuilt: str | None = self._check_embedder()
         self._scope: list[str] = []
         self._lexical_index: tuple[tuple[str, ...], LexicalIndex] | None = None
         self._chunk_cache: dict[str, Chunk] = {}
-
-    def _check_embedder(self) -> str | None:
-        """Empty the index when its vectors come from another embedder (or from one it
-        cannot name); stamp it with this one. Returns why it was emptied, or None."""
-        want = {"embedder": self._embedder.name, "embedder_version": embedder_version(self._embedder)}
-        recorded = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
-        why = None
-        if "embedder" not in recorded:
-            held = self._db.execute("SELECT COUNT(*) FROM documents").fetchone()[0] or self._chunks.count()
-            if held:
-                why = "the index does not record the embedder that built it"
-        elif any(recorded.get(k) != v for k, v in want.items()):
-            why = (f"the index was built with {recorded.get('embedder')} {recorded.get('embedder_version', '')}"
-                   .rstrip() + f", not {want['embedder']} {want['embedder_version']}".rstrip())
-        if why:
-            self._client.delete_collection(COLLECTION)
-            self._chunks = self._client.get_or_create_collection(
-                COLLECTION, metadata={"hnsw:space": "cosine"}, embedding_function=None)
-            self._db.execute("DELETE FROM documents")
-        if why or recorded != want:
-            self._db.execute("DELETE FROM meta")
-            self._db.executemany("INSERT INTO meta VALUES (?, ?)", list(want.items()))
-            self._db.commit()
-        return why
 
     @property
     def embedder(self) -> Embedder:
         return self._embedder
 
-    def close(self) -> None:
-        self._db.close()
-
-    def sync(self, folders: list[Path], progress: Callable[[str], None] | None = None) -> SyncStats:
-        """Index every document in `folders`; later searches only see these documents.
-
-        Chunks are embedded and stored in batches; a batch already stored (a retry after a
-        kill) is not embedded again, so a large document resumes where it stopped.
-        `progress` gets a line now and then: chunks done of the total, and time left."""
-        docs: dict[str, Document] = {}
-        skipped: list[Skipped] = []
-        for folder in folders:
-            for doc in load_corpus(folder, skipped):
-                docs.setdefault(doc.source_id, doc)
-        known = {row[0] for row in self._db.execute("SELECT source_id FROM documents")}
-        fresh = [d for d in docs.values() if d.source_id not in known]
-        embedded = 0
-        planned = [(doc, chunk_text(doc.source_id, doc.text)) for doc in fresh]
-        total = sum(len(chunks) for _, chunks in planned)
-        done, started, said = 0, time.monotonic(), time.monotonic()
-        for doc, chunks in planned:
-            # chromadb refuses more than its max batch size in one add; a large document has more chunks
-            step = max(1, min(self._client.get_max_batch_size(), EMBED_BATCH))
-            for at in range(0, len(chunks), step):
-                batch = chunks[at:at + step]
-                done += len(batch)
-                stored = self._chunks.get(ids=[c.chunk_id for c in batch], include=[])["ids"]
-                if len(stored) == len(batch):
-                    continue  # stored by an earlier attempt: ids are content-derived, so it is the same text
-                if progress and total > step and time.monotonic() - said >= PROGRESS_EVERY_S:
-                    said = time.monotonic()
-                    left = (said - started) / max(done, 1) * (total - done)
-                    progress(f"embedding chunks: {done:,} of {total:,}, about {left:.0f} s left")
-                embedded += len(batch)
-                self._chunks.upsert(
-                    ids=[c.chunk_id for c in batch],
-                    embeddings=np.asarray(self._embedder.embed([c.text for c in batch]), dtype=np.float32),
-                    documents=[c.text for c in batch],
-                    metadatas=[{"source_id": c.source_id, "start": c.start, "end": c.end} for c in batch],
-                )
-            # Written after the vectors: a crash in between re-embeds, never loses chunks.
-            self._db.execute("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?)",
-                             (doc.source_id, doc.title, doc.path, doc.text))
-            self._db.commit()
-        # Paths can change while content stays: keep the latest location.
-        for doc in docs.values():
-            self._db.execute("UPDATE documents SET path = ?, title = ? WHERE source_id = ?",
-                             (doc.path, doc.title, doc.source_id))
-        self._db.commit()
-        self._scope = sorted(docs)
-        return SyncStats(documents=len(docs), embedded_chunks=embedded, reused_documents=len(docs) - len(fresh),
-                         skipped=tuple(skipped))
-
     @property
     def scope(self) -> list[str]:
         return list(self._scope)
 
+    def _nearest(self, query: str, scope: list[str], n: int) -> list[tuple[str, float]]:
+        """(chunk id, cosine distance) of the n chunks of `scope` nearest to `query`."""
+        raise NotImplementedError
+
+    def _document(self, source_id: str) -> Document | None:
+        raise NotImplementedError
+
     def search(self, query: str, k: int = 5) -> list[Hit]:
-        # Tool calls of one reply run in parallel; one SQLite connection must not be
-        # used by two threads at once.
+        # Tool calls of one reply run in parallel; one connection must not be used by two threads at once.
         with self._lock:
             return self._search(query, k)
 
@@ -182,17 +123,14 @@ class CorpusIndex:
         names, figures and Chinese from BM25 (see corpus/lexical.py)."""
         if not self._scope:
             return []
-        any_of: dict[Literal["$in", "$nin"], list[str | int | float | bool]] = {"$in": list(self._scope)}
-        where: Where = {"source_id": any_of} if len(self._scope) > 1 else {"source_id": self._scope[0]}
         wide = k * CANDIDATES
         try:
-            found = self._chunks.query(query_embeddings=np.asarray(self._embedder.embed([query]), dtype=np.float32),
-                                       n_results=wide, where=where, include=["distances"])
-        except Exception as exc:  # chromadb raises many types; the caller needs one
+            nearest = self._nearest(query, list(self._scope), wide)
+        except Exception as exc:  # backends raise many types; the caller needs one
             raise EngineeringFailure(f"index query failed: {exc}", tool="local_search", transient=True) from exc
-        distance = dict(zip(found["ids"][0], (found["distances"] or [[]])[0]))
+        distance = dict(nearest)
         lexical = self._lexical().search(query, wide)
-        ranked = fuse([list(found["ids"][0]), [cid for cid, _ in lexical]], k)
+        ranked = fuse([[cid for cid, _ in nearest], [cid for cid, _ in lexical]], k)
         return [self._hit(cid, distance.get(cid)) for cid in ranked if cid in self._chunk_cache]
 
     def _lexical(self) -> LexicalIndex:
@@ -221,11 +159,4 @@ class CorpusIndex:
         with self._lock:
             return self._document(source_id)
 
-    def _document(self, source_id: str) -> Document | None:
-        row = self._db.execute("SELECT source_id, title, path, text FROM documents WHERE source_id = ?",
-                               (source_id,)).fetchone()
-        return Document(*row) if row else None
 
-
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)

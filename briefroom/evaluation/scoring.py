@@ -18,7 +18,7 @@ from briefroom.errors import ConfigError
 from briefroom.evaluation.metrics import KeyFact, ReportScore, score_report
 from briefroom.evaluation.report_layout import heading_is, sections
 from briefroom.report.checks import split_report
-from briefroom.runs import SOURCES_FILE, load_sources
+from briefroom.report.sources import SOURCES_FILE, load_sources
 from briefroom.scenario import Scenario
 
 SOURCES_HEADING = "## Sources"

@@ -20,8 +20,8 @@ from briefroom.config import Settings
 from briefroom.errors import ConfigError
 from briefroom.evaluation.metrics import ReportScore
 from briefroom.evaluation.scoring import score_markdown
-from briefroom.inspect import AgentTotals, calls_of, load_events, totals_by_agent
-from briefroom.runs import load_sources
+from briefroom.report.sources import load_sources
+from briefroom.runlog import AgentTotals, calls_of, load_events, totals_by_agent
 from briefroom.scenario import SCENARIO_FILE, Scenario
 
 REPLAY = "replay"

@@ -13,22 +13,22 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite, Send
+from langgraph.types import Overwrite, Send, interrupt
 
 from briefroom.agents.base import Role, Turn, finishing_update
 from briefroom.agents.run_context import RunContext
 from briefroom.graph.routing import ROUND_END, next_speaker, roles_with_unread
-from briefroom.graph.state import AgentState
 from briefroom.graph.summary import summarize_round
 from briefroom.protocol.bus import Bus
 from briefroom.protocol.messages import ArchivePolicy, Priority
+from briefroom.state.schema import AgentState
 
 
 def make_node(role: Role):
     def node(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ctx = runtime.context
         ctx.progress(state.get("round", 1), role.name, "start")
-        turn = Turn(role=role, state=state, ctx=ctx)
+        turn = Turn(role=role, state=state, ctx=ctx, pause=interrupt)
         role.step(turn)
         return turn.updates()
 
@@ -54,7 +54,8 @@ def make_instance_node(role: Role):
     def node(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ctx = runtime.context
         slot = state["instance"]
-        turn = Turn(role=role, state=state, ctx=ctx, instance=slot["number"], assigned=slot["message"])
+        turn = Turn(role=role, state=state, ctx=ctx, instance=slot["number"], assigned=slot["message"],
+                    pause=interrupt)
         ctx.progress(state.get("round", 1), turn.worker, "start")
         role.step(turn)
         update = turn.updates()

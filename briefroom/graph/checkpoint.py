@@ -19,23 +19,25 @@ from typing import Any
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from briefroom import faults
 from briefroom.files import store_file
-from briefroom.graph import faults
 from briefroom.protocol.messages import AgentMessage, ArchivePolicy, Body, Header, Metadata, MsgType, Priority
 from briefroom.protocol.payloads import Answer, ArtifactRef, Conclusion, Critique, Instruction, Question, ReportMessage
 from briefroom.protocol.redaction import holds_secret, redact_deep
 from briefroom.records import (
     Charter,
+    Claim,
+    DraftSection,
     Fact,
     Passage,
     Report,
+    ReportDraft,
     RoundRecord,
     RoundSummary,
     SourceRecord,
     SummaryPoint,
     Worktable,
 )
-from briefroom.report.draft import Claim, DraftSection, ReportDraft
 
 STATE_TYPES = (Charter, Worktable, Fact, Passage, SourceRecord, Report, AgentMessage, Header, Body, Metadata,
                MsgType, Priority, ArchivePolicy, RoundRecord, RoundSummary, SummaryPoint,

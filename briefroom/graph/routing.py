@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from briefroom.graph.state import AgentState
 from briefroom.protocol.bus import Bus
+from briefroom.state.schema import AgentState
 
 if TYPE_CHECKING:
     from briefroom.agents.base import Role

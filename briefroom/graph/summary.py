@@ -23,13 +23,12 @@ from pydantic import BaseModel, Field
 from briefroom.agents.base import Role, Turn
 from briefroom.agents.prompting import message_item
 from briefroom.errors import ContractError
-from briefroom.graph.state import AgentState
 from briefroom.protocol.extraction import content_words, numbers_in
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.payloads import Conclusion, Critique, Instruction
-from briefroom.records import Fact, RoundRecord, RoundSummary, SummaryPoint
+from briefroom.records import Claim, Fact, RoundRecord, RoundSummary, SummaryPoint
 from briefroom.report.checks import claim_problems, closest_fact, readings_in, unsupported_numbers
-from briefroom.report.draft import Claim
+from briefroom.state.schema import AgentState
 
 SUMMARIZER = Role(name="summarizer", prompt="summarizer.md", subscriptions=(), publications=(),
                   step=lambda turn: None, order=10_000, budget_tokens=4000,

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from briefroom.errors import ConfigError
 from briefroom.mcp.client import McpConnection, RemoteTool
@@ -25,8 +25,21 @@ from briefroom.mcp.config import McpConfig, load_mcp_config
 from briefroom.mcp.tools import IndexForSources, make_tool, tool_name
 
 if TYPE_CHECKING:
-    from briefroom.agents.base import Role
     from briefroom.protocol.tools import Tool
+
+
+class TakesTools(Protocol):
+    """What a role is to the servers (`agents.base.Role` is one): a name the config uses,
+    and the optional tools it may call. A dataclass, so `offer_to` can copy it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def optional_tools(self) -> tuple[str, ...]: ...
+
+
+R = TypeVar("R", bound=TakesTools)
 
 
 @dataclass
@@ -36,7 +49,7 @@ class McpServers:
     listed: dict[str, list[RemoteTool]] = field(default_factory=dict)  # server -> the tools offered
     names: dict[tuple[str, str], str] = field(default_factory=dict)  # (server, tool) -> the run's tool name
 
-    def offer_to(self, roles: list["Role"]) -> list["Role"]:
+    def offer_to(self, roles: list[R]) -> list[R]:
         """The roles, each with the tools of the servers that name it as optional tools."""
         if not self.connections:
             return roles
@@ -49,8 +62,8 @@ class McpServers:
                                       f"{role!r}, which this team does not have (roles: {', '.join(by_name)})")
                 extra.setdefault(role, []).extend(self.names[(connection.name, t.name)]
                                                   for t in self.listed[connection.name])
-        return [dataclasses.replace(r, optional_tools=(*r.optional_tools, *extra[r.name])) if r.name in extra else r
-                for r in roles]
+        return [cast(R, dataclasses.replace(cast(Any, r), optional_tools=(*r.optional_tools, *extra[r.name])))
+                if r.name in extra else r for r in roles]
 
     def tools(self, index: object) -> dict[str, "Tool"]:
         """The servers' tools by the run's names; their results become sources in `index`."""

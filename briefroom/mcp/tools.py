@@ -32,12 +32,13 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from briefroom.corpus.documents import Document
 from briefroom.corpus.index import Hit
+from briefroom.corpus.tools import LocalSearchResult, SearchHit
 from briefroom.errors import EngineeringFailure
 from briefroom.mcp.client import CALL_GRACE_S, McpCallError, McpConnection, RemoteTool
 from briefroom.mcp.config import ServerConfig
 from briefroom.protocol import injection
 from briefroom.protocol.redaction import redact_data
-from briefroom.protocol.tools import LocalSearchResult, SearchHit, Tool
+from briefroom.protocol.tools import Tool
 from briefroom.protocol.untrusted import instruction_like
 
 MCP_OUTPUT_BUDGET = 2000  # like local_search: a few passages and the head of the text

@@ -21,10 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from briefroom.events import MemoryWrite
-from briefroom.graph.state import AgentState
 from briefroom.memory.namespace import Namespace
-from briefroom.memory.store import MemoryBackend
-from briefroom.memory.zones import FactRow
+from briefroom.memory.zones import FactRow, MemoryBackend
 from briefroom.protocol import injection
 from briefroom.protocol.chars import GARBAGE_RE
 from briefroom.protocol.extraction import content_words
@@ -34,6 +32,7 @@ from briefroom.protocol.redaction import redact
 from briefroom.protocol.untrusted import instruction_like
 from briefroom.records import Fact
 from briefroom.runlog import RunLog
+from briefroom.state.schema import AgentState
 
 MIN_BACKERS = 2
 _UNIT = re.compile(r"\s*(%|percent|per cent|(?:billion|million|trillion|thousand|bn|m)\b)?\s*"

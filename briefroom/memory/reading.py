@@ -24,8 +24,8 @@ from pydantic import BaseModel, Field
 from briefroom.config import Settings
 from briefroom.corpus.index import CorpusIndex
 from briefroom.memory.namespace import Namespace, Scope
-from briefroom.memory.store import MemoryBackend
-from briefroom.memory.zones import Recalled
+from briefroom.memory.rules import FACT_THRESHOLD
+from briefroom.memory.zones import MemoryBackend, Recalled
 from briefroom.protocol.extraction import content_words, numbers_in
 from briefroom.protocol.messages import Priority
 from briefroom.protocol.prompt_assembly import Item, mark_data
@@ -205,3 +205,16 @@ def unused_facts(facts: list[Fact], state: Mapping[str, Any], role: str) -> list
     builds the report from them still has it)."""
     used = used_memory(state, role)
     return [f for f in facts if memory_item(f) not in used] if used else list(facts)
+
+
+def memory_tool(store: MemoryBackend | None, ns: Namespace | None, scope: Scope, threshold: float,
+                fact_threshold: float = FACT_THRESHOLD):
+    """`recall_memory(query)`: how roles other than the Planner read memory, at the
+    decision points where they choose to call it (declared in the role's tools).
+
+    With memory off (`--no-memory`, replays, recordings) the tool still exists, so a
+    role that declares it runs the same way, and it finds nothing. The tool runs on a
+    `MemoryReader` , which code at a decision point calls directly
+    (`memory_reader`): the Critic before it rejects, the Writer before it writes
+    that the documents do not say."""
+    return recall_tool(MemoryReader(store, ns, scope, threshold, fact_threshold))

@@ -14,28 +14,36 @@ vectors; rows read back are checked against the whole namespace again.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import math
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import Any
 
+from briefroom import faults
 from briefroom.corpus.embeddings import Embedder
 from briefroom.files import store_file
-from briefroom.graph import faults
 from briefroom.memory.namespace import Namespace, Scope
+from briefroom.memory.rules import (
+    DEFAULT_THRESHOLD,
+    FACT_CANDIDATES,
+    FACT_THRESHOLD,
+    Found,
+    MemoryRules,
+    StoredFact,
+    best_candidates,
+    content_id,
+    fact_query,
+    fact_relevance,
+    fact_version,
+    namespace_of,
+    skill_recalled,
+    terms,
+    terms_to_read,
+)
 from briefroom.memory.zones import FactRow, Recalled
-from briefroom.protocol.extraction import content_words, numbers_in
 from briefroom.protocol.redaction import redact_text
-
-DEFAULT_THRESHOLD = 0.75  # cosine similarity a memory needs to be recalled
-FACT_THRESHOLD = 0.5  # share of a query's words and numbers a fact must hold to be recalled
-FACT_CANDIDATES = 2000  # postings a read counts per term; a term in more facts is checked on the best only
-HALF_LIFE_DAYS = 30.0  # recency: a memory's weight halves every month
-SKILL_RETIRE_AFTER = 3  # failures (more than successes) before a skill is retired
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
@@ -63,50 +71,6 @@ CREATE TABLE IF NOT EXISTS skills (
   updated REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS skills_ns ON skills(user, session, task);
 """
-ZONES = ("vector", "fact", "skill")
-
-
-def _id(*parts: str) -> str:
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
-
-
-def terms(text: str) -> set[str]:
-    """What a fact is found by: its content words and its numbers (years, values)."""
-    return content_words(text) | set(numbers_in(text))
-
-
-class MemoryRules:
-    """What a memory store does the same whatever holds its rows (SQLite and chromadb
-    here, PostgreSQL in `server/memory_pg.py`): embedding a text once, scoring a recalled
-    row, retiring a skill. Each store keeps only its own storage."""
-
-    _embedder: Embedder
-    _now: Any
-    _vectors: dict[str, list[list[float]]]
-
-    def _vector_of(self, query: str) -> list[list[float]]:
-        """Embed each text once per store: a run asks the same goal of several zones,
-        and its skill is filed under that goal at the end."""
-        vector = self._vectors.get(query)
-        if vector is None:
-            if len(self._vectors) > 256:
-                self._vectors.clear()
-            vector = self._vectors[query] = self._embedder.embed([query])
-        return vector
-
-    def _scored(self, item_id: str, relevance: float, text: str, importance: float, created: float,
-                provenance: dict, zone: str) -> Recalled:
-        """Relevance x recency (half-life HALF_LIFE_DAYS) x importance."""
-        age_days = max(self._now() - created, 0.0) / 86400
-        score = relevance * math.pow(0.5, age_days / HALF_LIFE_DAYS) * (0.5 + 0.5 * importance)
-        return Recalled(item_id, zone, text, round(relevance, 4), round(score, 4), provenance)
-
-    @staticmethod
-    def _retires(successes: int, failures: int) -> bool:
-        """A skill that failed SKILL_RETIRE_AFTER times, more often than it worked."""
-        return failures >= SKILL_RETIRE_AFTER and failures > successes
-
-
 class MemoryStore(MemoryRules):
     """Vector memories, the fact table and the skill library of one data directory."""
 
@@ -139,7 +103,7 @@ class MemoryStore(MemoryRules):
         """One chromadb collection per (user, session), for task memories and skills. A
         namespace filter inside one big collection (`where=`) made a read 5-30x slower; a
         partition needs no filter, and a read cannot reach another user's vectors at all."""
-        name = f"memories-{_id(user, session)}"
+        name = f"memories-{content_id(user, session)}"
         coll = self._collections.get(name)
         if coll is None:
             coll = self._collections[name] = self._client.get_or_create_collection(
@@ -164,7 +128,7 @@ class MemoryStore(MemoryRules):
                     self._index_fact(fact_id, user, entity, text)
             for skill_id, user, session, task, applies_when in self._db.execute(
                     "SELECT id, user, session, task, applies_when FROM skills WHERE retired = 0").fetchall():
-                self._add_vector(Namespace(user, session, task), skill_id, self._vector_of(applies_when)[0], "skill")
+                self._add_vector(Namespace(user, session, task), skill_id, self.vector_of(applies_when)[0], "skill")
             self._db.execute("PRAGMA user_version = 2")
 
     def _index_fact(self, fact_id: str, user: str, entity: str, text: str) -> None:
@@ -237,7 +201,7 @@ class MemoryStore(MemoryRules):
         vector = None
         for session in self._sessions(ns, scope, tables):
             coll = self._coll(ns.user, session)
-            vector = vector or self._vector_of(query)
+            vector = vector or self.vector_of(query)
             # chromadb returns fewer hits when the collection is smaller; no count() round trip
             found = coll.query(query_embeddings=vector, n_results=n, include=["distances", "metadatas"])
             hits += list(zip(found["ids"][0], found["distances"][0], found["metadatas"][0]))
@@ -255,11 +219,11 @@ class MemoryStore(MemoryRules):
         that is not the whole text: a past task is found by its question, whose vector
         the run already has from reading memory at its start."""
         text = redact_text(text)
-        item_id = "v" + _id(ns.user, ns.session, kind, text)
+        item_id = "v" + content_id(ns.user, ns.session, kind, text)
         with self.transaction():
             known = self._db.execute("SELECT 1 FROM memories WHERE id = ?", (item_id,)).fetchone() is not None
             if not known:  # a refreshed memory keeps its vector
-                self._add_vector(ns, item_id, self._vector_of(redact_text(key) if key else text)[0], "vector")
+                self._add_vector(ns, item_id, self.vector_of(redact_text(key) if key else text)[0], "vector")
             self._db.execute("INSERT OR REPLACE INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                              (item_id, ns.user, ns.session, ns.task, kind, text,
                               json.dumps(provenance, sort_keys=True), importance, self._now()))
@@ -281,7 +245,7 @@ class MemoryStore(MemoryRules):
                     continue
                 row = self._row_for(item_id, "vector", ns, scope)
                 if row is not None:
-                    out.append(self._scored(item_id, similarity, *row))
+                    out.append(self.scored(item_id, similarity, *row))
         out.sort(key=lambda r: -r.score)
         return out[:k]
 
@@ -295,37 +259,34 @@ class MemoryStore(MemoryRules):
         facts (the rarest one at least), and counted here; a word that stands in most facts
         of a large table costs no scan, and is still counted when the few best candidates
         are checked against their text."""
-        wanted = sorted(terms(query))
+        wanted, need = fact_query(query, threshold)
         if not wanted:
             return []
-        need = max(1, math.ceil(threshold * len(wanted) - 1e-9))
         with self._lock:
             counts = dict(self._db.execute(
                 f"SELECT term, n FROM term_counts WHERE user = ? AND term IN ({','.join('?' * len(wanted))})",
                 [ns.user, *wanted]).fetchall())
-            present = sorted((t for t in wanted if counts.get(t)), key=lambda t: counts[t])
-            if len(present) < need:
+            reading = terms_to_read(wanted, counts, need)
+            if reading is None:
                 return []
-            cheap = [t for t in present if counts[t] <= FACT_CANDIDATES] or present[:1]
+            cheap, floor = reading
             hits: dict[str, int] = {}
             for term in cheap:
                 for (fact_id,) in self._db.execute("SELECT fact_id FROM fact_terms WHERE user = ? AND term = ? "
                                                    "LIMIT ?", (ns.user, term, FACT_CANDIDATES)):
                     hits[fact_id] = hits.get(fact_id, 0) + 1
-            floor = need - (len(present) - len(cheap))  # the common terms may make up the rest
-            ids = sorted((f for f, n in hits.items() if n >= floor), key=lambda f: -hits[f])[:8 * k]
             out = []
-            for fact_id in ids:  # the user is filtered above; _row_for checks the whole namespace
+            for fact_id in best_candidates(hits, floor, k):  # the user is filtered above; _row_for checks the rest
                 row = self._row_for(fact_id, "fact", ns, scope)
                 if row is None:
                     continue
-                relevance = len(set(wanted) & terms(f"{row.provenance['entity']} {row.text}")) / len(wanted)
+                relevance = fact_relevance(wanted, row.provenance["entity"], row.text)
                 if relevance >= threshold:
-                    out.append(self._scored(fact_id, relevance, *row))
+                    out.append(self.scored(fact_id, relevance, *row))
         out.sort(key=lambda r: -r.score)
         return out[:k]
 
-    def _row_for(self, item_id: str, zone: str, ns: Namespace, scope: Scope) -> "_Found | None":
+    def _row_for(self, item_id: str, zone: str, ns: Namespace, scope: Scope) -> Found | None:
         where, params = ns.sql(scope)
         if zone == "fact":
             row = self._db.execute(f"SELECT text, valid_from, source_ids, confirmed_by, run_id, status, entity, "
@@ -335,14 +296,14 @@ class MemoryStore(MemoryRules):
                 return None
             provenance = {"sources": json.loads(row["source_ids"]), "confirmed_by": json.loads(row["confirmed_by"]),
                           "run": row["run_id"], "status": row["status"], "entity": row["entity"],
-                          "value": row["value"], "unit": row["unit"], "namespace": _namespace(row)}
-            return _Found(row["text"], 1.0, row["valid_from"], provenance, "fact")
+                          "value": row["value"], "unit": row["unit"], "namespace": namespace_of(row)}
+            return Found(row["text"], 1.0, row["valid_from"], provenance, "fact")
         row = self._db.execute(f"SELECT text, importance, created, provenance, user, session, task FROM memories "
                                f"WHERE id = ? AND {where}", [item_id, *params]).fetchone()
         if row is None:
             return None
-        provenance = {**json.loads(row["provenance"]), "namespace": _namespace(row)}
-        return _Found(row["text"], float(row["importance"]), float(row["created"]), provenance, "vector")
+        provenance = {**json.loads(row["provenance"]), "namespace": namespace_of(row)}
+        return Found(row["text"], float(row["importance"]), float(row["created"]), provenance, "vector")
 
     # --- fact zone --------------------------------------------------------------------
     def put_fact(self, ns: Namespace, row: FactRow) -> tuple[str, str, str]:
@@ -360,35 +321,27 @@ class MemoryStore(MemoryRules):
             return [self._put_fact_row(ns, row) for row in rows]
 
     def _put_fact_row(self, ns: Namespace, row: FactRow) -> tuple[str, str, str]:
-        text = redact_text(row.text)
-        rows = self._db.execute("SELECT id, value, unit, source_ids, confirmed_by, session FROM facts WHERE user = ? AND "
+        rows = self._db.execute("SELECT id, value, unit, source_ids, confirmed_by FROM facts WHERE user = ? AND "
                                 "entity = ? AND attribute = ? AND status != 'superseded'",
                                 (ns.user, row.entity, row.attribute)).fetchall()
-        for old_id, value, unit, sources, confirmed, _ in rows:
-            if value == row.value and unit == row.unit:
-                merged_sources = sorted(set(json.loads(sources)) | set(row.source_ids))
-                merged_roles = sorted(set(json.loads(confirmed)) | set(row.confirmed_by))
-                self._db.execute("UPDATE facts SET source_ids = ?, confirmed_by = ? WHERE id = ?",
-                                 (json.dumps(merged_sources), json.dumps(merged_roles), old_id))
-                return old_id, "update", "same entity, attribute and value: provenance merged"
-        new_id = "f" + _id(ns.user, row.entity, row.attribute, row.value, row.unit, ",".join(row.source_ids))
-        replaced = [r for r in rows if set(json.loads(r["source_ids"])) & set(row.source_ids)]
-        status = "current" if replaced or not rows else "competing"
+        version = fact_version(ns.user, row, [StoredFact(r["id"], r["value"], r["unit"], tuple(json.loads(r["source_ids"])),
+                                                         tuple(json.loads(r["confirmed_by"]))) for r in rows])
+        if version.action == "update":
+            self._db.execute("UPDATE facts SET source_ids = ?, confirmed_by = ? WHERE id = ?",
+                             (json.dumps(list(version.source_ids)), json.dumps(list(version.confirmed_by)),
+                              version.fact_id))
+            return version.fact_id, version.action, version.reason
+        text = redact_text(row.text)
         self._db.execute("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (new_id, ns.user, ns.session, ns.task, row.entity, row.attribute, row.value, row.unit,
-                          text, json.dumps(sorted(row.source_ids)), json.dumps(sorted(set(row.confirmed_by))),
-                          row.run_id, self._now(), None, status))
-        for old in replaced:
+                         (version.fact_id, ns.user, ns.session, ns.task, row.entity, row.attribute, row.value,
+                          row.unit, text, json.dumps(sorted(row.source_ids)), json.dumps(sorted(set(row.confirmed_by))),
+                          row.run_id, self._now(), None, version.status))
+        for old_id in version.replaced:
             self._db.execute("UPDATE facts SET status = 'superseded', superseded_by = ? WHERE id = ?",
-                             (new_id, old["id"]))
-            self._unindex_fact(old["id"])
-        self._index_fact(new_id, ns.user, row.entity, text)
-        if replaced:
-            return new_id, "supersede", f"new value from the same source replaces {', '.join(r['id'] for r in replaced)}"
-        if rows:
-            return new_id, "competing", (f"{len(rows)} other value(s) for this entity and attribute from other "
-                                         "sources: kept side by side")
-        return new_id, "insert", "new entity and attribute"
+                             (version.fact_id, old_id))
+            self._unindex_fact(old_id)
+        self._index_fact(version.fact_id, ns.user, row.entity, text)
+        return version.fact_id, version.action, version.reason
 
     def facts_about(self, entity: str, ns: Namespace, scope: Scope = "user") -> list[dict]:
         """Exact lookup by entity (indexed), history included, newest first."""
@@ -408,7 +361,7 @@ class MemoryStore(MemoryRules):
         """A skill's vector is the situation it applies to (the run's question), filed in
         the memories collection beside the task memory with the same vector: a skill is
         found when its task is."""
-        skill_id = "s" + _id(ns.user, name, applies_when)
+        skill_id = "s" + content_id(ns.user, name, applies_when)
         now = self._now()
         with self.transaction():
             old = self._db.execute("SELECT successes FROM skills WHERE id = ?", (skill_id,)).fetchone()
@@ -416,7 +369,7 @@ class MemoryStore(MemoryRules):
                 self._db.execute("UPDATE skills SET steps = ?, updated = ? WHERE id = ?",
                                  (json.dumps([redact_text(s) for s in steps]), now, skill_id))
                 return skill_id, "update"
-            self._add_vector(ns, skill_id, self._vector_of(redact_text(applies_when))[0], "skill")
+            self._add_vector(ns, skill_id, self.vector_of(redact_text(applies_when))[0], "skill")
             self._db.execute("INSERT INTO skills VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0, ?, 0, ?, ?)",
                              (skill_id, ns.user, ns.session, ns.task, redact_text(name), redact_text(applies_when),
                               json.dumps([redact_text(s) for s in steps]), json.dumps(sorted(evaluated_by)),
@@ -438,14 +391,8 @@ class MemoryStore(MemoryRules):
                                        [skill_id, *params]).fetchone()
                 if row is None or similarity < threshold:
                     continue
-                steps = json.loads(row["steps"])
-                wins, losses = row["successes"], row["failures"]
-                text = (f"Skill: {row['name']} (used {wins + losses} times, {wins} passed)\nWhen: {row['applies_when']}"
-                        "\nSteps:\n" + "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps)))
-                out.append(Recalled(skill_id, "skill", text, round(similarity, 4),
-                                    round(similarity * (wins + 1) / (wins + losses + 2), 4),
-                                    {"evaluated_by": json.loads(row["evaluated_by"]), "steps": steps,
-                                     "namespace": _namespace(row)}))
+                out.append(skill_recalled(skill_id, similarity, row, json.loads(row["steps"]),
+                                          json.loads(row["evaluated_by"])))
         out.sort(key=lambda r: -r.score)
         return out[:k]
 
@@ -456,7 +403,7 @@ class MemoryStore(MemoryRules):
             self._db.execute(f"UPDATE skills SET {column} = {column} + 1, updated = ? WHERE id = ? AND user = ?",
                              (self._now(), skill_id, ns.user))
             row = self._db.execute("SELECT successes, failures FROM skills WHERE id = ?", (skill_id,)).fetchone()
-            retired = bool(row and self._retires(row["successes"], row["failures"]))
+            retired = bool(row and self.retires(row["successes"], row["failures"]))
             if retired:
                 self._db.execute("UPDATE skills SET retired = 1 WHERE id = ?", (skill_id,))
         return "retired" if retired else ("success" if success else "failure")
@@ -471,7 +418,7 @@ class MemoryStore(MemoryRules):
                                           f"FROM memories WHERE {where} ORDER BY created", params):
                     out.append({"id": r["id"], "zone": "vector", "kind": r["kind"], "text": r["text"],
                                 "provenance": json.loads(r["provenance"]), "importance": r["importance"],
-                                "namespace": _namespace(r)})
+                                "namespace": namespace_of(r)})
             if zone in (None, "fact"):
                 for r in self._db.execute(f"SELECT id, entity, attribute, value, unit, text, source_ids, confirmed_by, "
                                           f"run_id, status, superseded_by, user, session, task FROM facts "
@@ -480,7 +427,7 @@ class MemoryStore(MemoryRules):
                                 "value": r["value"], "unit": r["unit"], "text": r["text"],
                                 "source_ids": json.loads(r["source_ids"]), "confirmed_by": json.loads(r["confirmed_by"]),
                                 "run": r["run_id"], "status": r["status"], "superseded_by": r["superseded_by"],
-                                "namespace": _namespace(r)})
+                                "namespace": namespace_of(r)})
             if zone in (None, "skill"):
                 for r in self._db.execute(f"SELECT id, name, applies_when, steps, successes, failures, evaluated_by, "
                                           f"retired, user, session, task FROM skills WHERE {where} ORDER BY created",
@@ -488,7 +435,7 @@ class MemoryStore(MemoryRules):
                     out.append({"id": r["id"], "zone": "skill", "text": r["name"], "applies_when": r["applies_when"],
                                 "steps": json.loads(r["steps"]), "successes": r["successes"], "failures": r["failures"],
                                 "evaluated_by": json.loads(r["evaluated_by"]), "retired": bool(r["retired"]),
-                                "namespace": _namespace(r)})
+                                "namespace": namespace_of(r)})
         return out
 
     def forget(self, item_id: str, ns: Namespace, scope: Scope = "user") -> int:
@@ -526,40 +473,3 @@ class MemoryStore(MemoryRules):
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._db.execute("VACUUM")
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-
-def memory_tool(store: MemoryBackend | None, ns: Namespace | None, scope: Scope, threshold: float,
-                fact_threshold: float = FACT_THRESHOLD):
-    """`recall_memory(query)`: how roles other than the Planner read memory, at the
-    decision points where they choose to call it (declared in the role's tools).
-
-    With memory off (`--no-memory`, replays, recordings) the tool still exists, so a
-    role that declares it runs the same way, and it finds nothing. The tool runs on a
-    `MemoryReader` (`reading.py`), which code at a decision point calls directly
-    (`reading.memory_reader`): the Critic before it rejects, the Writer before it writes
-    that the documents do not say."""
-    from briefroom.memory.reading import MemoryReader, recall_tool
-
-    return recall_tool(MemoryReader(store, ns, scope, threshold, fact_threshold))
-
-
-def _namespace(row: Any) -> dict[str, str]:
-    """A row's namespace, from a SQLite row or a PostgreSQL dict row alike."""
-    return {"user": row["user"], "session": row["session"], "task": row["task"]}
-
-
-class _Found(NamedTuple):
-    """A memory row the namespace allows, as `_scored` takes it."""
-
-    text: str
-    importance: float
-    created: float
-    provenance: dict[str, Any]
-    zone: str
-
-
-if TYPE_CHECKING:
-    from briefroom.server.memory_pg import PgMemoryStore
-
-# Either store: the same methods over the data directory or PostgreSQL (server extra).
-MemoryBackend = Union[MemoryStore, "PgMemoryStore"]

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from briefroom.report.draft import ReportDraft
+from briefroom.records import ReportDraft
 
 
 class PayloadModel(BaseModel):

@@ -21,52 +21,14 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Literal, cast
+from typing import cast
 
 from pydantic import BaseModel, Field, ValidationError
 
-from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import EngineeringFailure
 from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.redaction import redact_data
-
-SOURCE_ID_PATTERN = r"^S[0-9a-f]{8}$"
-
-
-class LocalSearchArgs(BaseModel):
-    query: str = Field(min_length=2, max_length=400, description="what to look for, in plain words",
-                       json_schema_extra={"x-fill": "task"})
-    # A few fixed sizes instead of 1..n: an enum survives llama.cpp's grammar, and small
-    # models otherwise ask for a single passage.
-    k: Literal[4, 6, 8] = Field(default=4, description="how many passages to return")
-
-
-class SearchHit(BaseModel):
-    source_id: str
-    chunk_id: str
-    title: str
-    path: str = ""
-    start: int
-    end: int
-    text: str
-    score: float
-
-
-class LocalSearchResult(BaseModel):
-    hits: list[SearchHit]
-
-
-class ReadSourceArgs(BaseModel):
-    source_id: str = Field(pattern=SOURCE_ID_PATTERN, description="id of a source seen in search results",
-                           json_schema_extra={"x-fill": "source_id"})
-
-
-class ReadSourceResult(BaseModel):
-    source_id: str
-    title: str
-    path: str
-    text: str
 
 
 class ReadArtifactArgs(BaseModel):
@@ -83,17 +45,12 @@ class ReadArtifactResult(BaseModel):
 
 
 # Output budgets, in tokens of one result shown to a model (the design documents give
-# 1,500-4,000 per tool). Each is sized to what the tool returns when it works as meant:
-# - local_search: k <= 8 hits of ~400-character chunks with their ids and titles is about
-#   1,300-1,800 tokens of JSON, so 2,000 shows a whole result and stops a runaway one.
-# - read_source: the role asked for the whole document; 4,000 shows a long report's
-#   first pages and the rest stays a read_artifact away.
+# 1,500-4,000 per tool). Each is sized to what the tool returns when it works as meant
+# (the corpus tools' budgets are in `corpus/tools.py`):
 # - read_artifact: a slice is at most MAX_ARTIFACT_SLICE (6,000) characters, ~1,500
 #   tokens; the budget matches, so a slice is never cut twice.
 # - any other tool (plugins, recall_memory): 1,500, the design's floor.
 DEFAULT_OUTPUT_BUDGET = 1500
-LOCAL_SEARCH_BUDGET = 2000
-READ_SOURCE_BUDGET = 4000
 READ_ARTIFACT_BUDGET = 1500
 
 
@@ -204,36 +161,6 @@ def artifact_tool(store: ArtifactStore) -> Tool:
     return Tool("read_artifact", "Read part of an offloaded tool result: chosen fields or a character range.",
                 ReadArtifactArgs, ReadArtifactResult, read_artifact, output_budget=READ_ARTIFACT_BUDGET,
                 offload=False)
-
-
-def _search_instead(args: BaseModel, task: str) -> dict:
-    """A source that cannot be read: search for what the role was looking for instead."""
-    return {"query": (task or getattr(args, "source_id", ""))[:400] or "overview", "k": 4}
-
-
-def corpus_tools(index: CorpusIndex) -> dict[str, Tool]:
-    def local_search(args: BaseModel) -> BaseModel:
-        assert isinstance(args, LocalSearchArgs)
-        hits = index.search(args.query, args.k)
-        return LocalSearchResult(hits=[SearchHit(source_id=h.source_id, chunk_id=h.chunk_id, title=h.title,
-                                                 path=h.path, start=h.start, end=h.end, text=h.text, score=h.score)
-                                       for h in hits])
-
-    def read_source(args: BaseModel) -> BaseModel:
-        assert isinstance(args, ReadSourceArgs)
-        doc = index.document(args.source_id)
-        if doc is None or args.source_id not in index.scope:
-            raise EngineeringFailure(f"no source {args.source_id} in this run's corpus", tool="read_source")
-        return ReadSourceResult(source_id=doc.source_id, title=doc.title, path=doc.path, text=doc.text)
-
-    return {
-        "local_search": Tool("local_search", "Search the research corpus; returns the most relevant passages.",
-                             LocalSearchArgs, LocalSearchResult, local_search, retries=1,
-                             output_budget=LOCAL_SEARCH_BUDGET),
-        "read_source": Tool("read_source", "Read a whole source document by its id.",
-                            ReadSourceArgs, ReadSourceResult, read_source, retries=1, fallback="local_search",
-                            fallback_args=_search_instead, output_budget=READ_SOURCE_BUDGET),
-    }
 
 
 def run_tool(tool: Tool, call_id: str, raw_args: dict | str, *, tools: Mapping[str, Tool] | None = None,

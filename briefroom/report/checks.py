@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from briefroom.protocol.extraction import content_words, number_mentions, sentences
-from briefroom.records import Fact
-from briefroom.report.draft import Claim, ReportDraft, strip_attribution
+from briefroom.records import Claim, Fact, ReportDraft
+from briefroom.report.draft import strip_attribution
 from briefroom.report.language import LABELS, labels
 
 _CITATION = re.compile(r"\[(\d+)\]")

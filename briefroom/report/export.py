@@ -15,11 +15,11 @@ from typing import Literal, get_args
 from briefroom.errors import BriefroomError
 from briefroom.files import write_atomic
 from briefroom.report.document import ReportDocument, parse_report
+from briefroom.report.sources import load_sources
 
 Format = Literal["md", "html", "pdf", "docx", "json"]
 FORMATS: tuple[Format, ...] = get_args(Format)
 REPORT_FILE = "report.md"
-SOURCES_FILE = "sources.json"
 
 
 def parse_formats(values: Iterable[str]) -> list[Format]:
@@ -39,8 +39,6 @@ def parse_formats(values: Iterable[str]) -> list[Format]:
 def load_document(run_dir: Path) -> ReportDocument:
     """The run's report as a `ReportDocument`; a one-line BriefroomError if the run
     directory or its report is missing (an unfinished run has no report yet)."""
-    from briefroom.runs import load_sources  # sources.json's one reader; the run layer owns the file
-
     if not run_dir.is_dir():
         raise BriefroomError(f"{run_dir} is not a run directory (no such folder)")
     report = run_dir / REPORT_FILE

@@ -15,8 +15,7 @@ import re
 from collections.abc import Callable
 
 from briefroom.protocol.extraction import content_words, numbers_in, relevance, stemmed_words
-from briefroom.records import Fact
-from briefroom.report.draft import Claim, DraftSection, ReportDraft, WriterDraft
+from briefroom.records import Claim, DraftSection, Fact, ReportDraft, WriterDraft
 from briefroom.report.language import heading_for, labels, language_of, question_parts
 
 # A fact must hold this share of its part's (and question's) words to answer the part.

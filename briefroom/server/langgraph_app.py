@@ -292,13 +292,14 @@ def _research(run: CheckedRun, policy: ServePolicy) -> ResearchOutput:
     from briefroom.agents.registry import bus_for, discover
     from briefroom.agents.run_context import Compaction, RunContext
     from briefroom.config import Settings
+    from briefroom.corpus.tools import corpus_tools
     from briefroom.graph.builder import build_graph
     from briefroom.graph.summary import SUMMARIZER
-    from briefroom.memory.store import memory_tool
+    from briefroom.memory.reading import memory_tool
     from briefroom.protocol.artifacts import ArtifactStore
     from briefroom.protocol.budget import TokenCounter, encoding_for_model
     from briefroom.protocol.redaction import redact_text
-    from briefroom.protocol.tools import artifact_tool, corpus_tools
+    from briefroom.protocol.tools import artifact_tool
     from briefroom.run import (
         TRANSCRIPT_FILE,
         Progress,
@@ -309,9 +310,9 @@ def _research(run: CheckedRun, policy: ServePolicy) -> ResearchOutput:
         default_run_dir,
         initial_state,
         make_charter,
-        open_index,
     )
     from briefroom.runlog import RunLog
+    from briefroom.stores import open_index
 
     question, corpus, options = run.ask.question, run.corpus, run.options
     settings = Settings.from_env(model=options.model, rounds=options.rounds, max_tokens=options.max_tokens,

@@ -3,7 +3,7 @@
 What moves, and how:
 
 - **Long-term memory**, every embedder directory under `<data-dir>/memory/` into its
-  schema (`memory_pg.schema_name`), every namespace (user, session, task). Row level, so
+  schema (`postgres.memory.schema_name`), every namespace (user, session, task). Row level, so
   nothing the API would recompute changes: ids, texts, timestamps (`created`,
   `valid_from`, `updated`), fact status and supersede/compete chains, confirmations,
   run ids, skill counts and retired state, the fact term index (`fact_terms`, and
@@ -214,7 +214,7 @@ _JSON = {"provenance", "source_ids", "confirmed_by", "steps", "evaluated_by"}
 
 
 def _migrate_memory(directory: Path, url: str, report: MigrationReport, dry_run: bool) -> None:
-    from briefroom.server.memory_pg import PgMemoryStore, schema_name
+    from briefroom.postgres.memory import PgMemoryStore, schema_name
 
     db_path = directory / "memory.sqlite"
     if not db_path.is_file():
@@ -519,7 +519,7 @@ def _open_sqlite(path: Path) -> Any:
 def _open_postgres(url: str, dry_run: bool) -> Any:
     """The database's saver (its tables made or brought up to date); None in a dry run on
     a database that has no checkpoint tables yet (a dry run creates nothing)."""
-    from briefroom.server.checkpoint_pg import open_postgres
+    from briefroom.postgres.checkpoints import open_postgres
 
     if dry_run:
         import psycopg

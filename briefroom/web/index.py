@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from briefroom.corpus.chroma import ChromaCorpusIndex
 from briefroom.corpus.chunking import chunk_text
 from briefroom.corpus.documents import Document
-from briefroom.corpus.index import CANDIDATES, EMBED_BATCH, CorpusIndex, Hit
+from briefroom.corpus.index import CANDIDATES, EMBED_BATCH, Hit
 from briefroom.corpus.lexical import LexicalIndex, fuse
 from briefroom.errors import EngineeringFailure
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from chromadb.api.types import Where
 
 
-class WebIndex(CorpusIndex):
+class WebIndex(ChromaCorpusIndex):
     def add_document(self, doc: Document) -> None:
         """Index `doc` (once per content: a page fetched again embeds nothing) and add
         it to this run's scope."""

@@ -14,26 +14,22 @@ retrieved (`cite_web`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from briefroom.corpus.documents import Document
-from briefroom.protocol.tools import LocalSearchResult, SearchHit, Tool, ToolOutcome, run_tool
+from briefroom.corpus.tools import LocalSearchResult, SearchHit
+from briefroom.protocol.tools import Tool
 from briefroom.web.cache import WebCache
 from briefroom.web.fetch import Fetcher, RateLimiter
 from briefroom.web.index import WebIndex
 from briefroom.web.net import AddressPolicy, DomainPolicy, HttpClient, Resolver, WebError, system_resolve
 from briefroom.web.search import BRAVE_ENDPOINT, SearchProvider, WebResult, make_provider
-
-if TYPE_CHECKING:
-    from briefroom.agents.base import Turn
 
 WEB_SEARCH_BUDGET = 1500  # 8 results of title, URL and a 400-character snippet
 FETCH_URL_BUDGET = 2000  # like local_search: a few passages of one page
@@ -41,9 +37,6 @@ FETCH_PASSAGES = 4
 # Skipped results are reported briefly: enough to see why, little of the budget.
 SKIPPED_SHOWN = 5
 SKIPPED_URL_CHARS = 200
-# Search results the model found but did not open: code reads this many of them per
-# question, so a round rests on fetched text even when the model never calls fetch_url.
-WEB_READS_PER_QUESTION = 2
 
 
 class WebSearchArgs(BaseModel):
@@ -152,34 +145,6 @@ def build_web(index: WebIndex, data_dir: Path, *, provider: str, searxng_url: st
     fetcher = Fetcher(client or HttpClient(policy=AddressPolicy(allow=allow, resolve=resolve)), WebCache(data_dir),
                       domains, limiter=RateLimiter(interval=interval))
     return WebTools(search, fetcher, index)
-
-
-def read_found(turn: "Turn", outcomes: list[ToolOutcome], question: str) -> list[ToolOutcome]:
-    """Fetch the first search results nobody opened yet (at most WEB_READS_PER_QUESTION),
-    through `run_tool` like a model's call, logged as tool calls of the role."""
-    ctx = turn.ctx
-    tool = ctx.tools.get("fetch_url")
-    if tool is None or "fetch_url" not in (*turn.role.tools, *turn.role.optional_tools):
-        return []
-    opened = {str(o.args.get("url", "")) for o in outcomes if o.tool == "fetch_url"}
-    urls: list[str] = []
-    for outcome in outcomes:
-        if outcome.ok and isinstance(outcome.result, WebSearchResult):
-            urls += [r.url for r in outcome.result.results if r.url not in opened and r.url not in urls]
-    done = []
-    for n, url in enumerate(urls[:WEB_READS_PER_QUESTION]):
-        call_id = f"read_{hashlib.sha256(f'{turn.worker}|{turn.round}|{question}|{url}'.encode()).hexdigest()[:12]}_{n}"
-        args = {"url": url, "query": question[:400]}
-        ctx.log.event("tool_call", agent=turn.worker, round=turn.round, tool="fetch_url", call_id=call_id, args=args)
-        outcome = run_tool(tool, call_id, args, tools=ctx.tools, task=question)
-        size = len(json.dumps(outcome.result.model_dump() if outcome.result else outcome.error).encode())
-        ctx.log.event("tool_result", agent=turn.worker, round=turn.round, tool="fetch_url", call_id=call_id,
-                      ok=outcome.ok, bytes=size, trimmed=False, artifact=None, attempts=outcome.attempts,
-                      redactions=outcome.redaction_counts(), error=outcome.error)
-        if outcome.result is not None:
-            ctx.add_tool_output(turn.clock(), outcome.result.model_dump_json())
-        done.append(outcome)
-    return done
 
 
 _SOURCE_LINE = re.compile(r"^(\[\d+\] .*?) — `([^`]*)` \(source `([^`]+)`\)\s*$")

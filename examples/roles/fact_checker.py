@@ -22,8 +22,8 @@ from pydantic import BaseModel, Field
 from briefroom.agents.base import Role, Turn, passage_items
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType
+from briefroom.records import Claim
 from briefroom.report.checks import claim_problems
-from briefroom.report.draft import Claim
 
 
 class Check(BaseModel):

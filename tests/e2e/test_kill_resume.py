@@ -2,7 +2,7 @@
 byte for byte, and no side effect twice (run log events, memory rows).
 
 The process is a real `briefroom` subprocess; the kill is a real SIGKILL sent by the
-process to itself at a chosen point (`briefroom/graph/faults.py`), so nothing in
+process to itself at a chosen point (`briefroom/faults.py`), so nothing in
 Python gets to clean up: whatever is on disk at that moment is all the resume has.
 """
 

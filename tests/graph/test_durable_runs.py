@@ -235,7 +235,7 @@ def test_shipped_scenario_keeps_replaying_with_a_run_record(data_dir, tmp_path):
 @pytest.mark.parametrize("damage", ["torn", "garbage"])
 def test_resume_sets_a_torn_or_garbled_log_tail_aside_and_the_log_stays_readable(small_corpus, data_dir, tmp_path,
                                                                                  damage):
-    from briefroom.inspect import load_events
+    from briefroom.runlog import load_events
 
     out = tmp_path / "run"
     with pytest.raises(FatalBreaker):

@@ -16,8 +16,8 @@ from briefroom.llm import ModelHandle, ModelPool
 from briefroom.protocol.messages import MsgType
 from briefroom.protocol.prompt_assembly import DATA_BLOCK
 from briefroom.report.checks import markdown_problems
+from briefroom.report.sources import load_sources
 from briefroom.run import ResearchRequest, run_research
-from briefroom.runs import load_sources
 from tests.fakes import ScriptedChatModel
 
 

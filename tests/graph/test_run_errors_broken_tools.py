@@ -11,9 +11,10 @@ from briefroom import run as run_module
 from briefroom.agents.tool_loop import broken_tools, tool_broke
 from briefroom.cli import app
 from briefroom.config import Settings
+from briefroom.corpus.tools import LocalSearchArgs, LocalSearchResult
 from briefroom.errors import EngineeringFailure
 from briefroom.events import ErrorEvent, RunEnd, read_events
-from briefroom.protocol.tools import LocalSearchArgs, LocalSearchResult, Tool, run_tool
+from briefroom.protocol.tools import Tool, run_tool
 from briefroom.run import ResearchRequest, run_research
 from tests.faulty_tools import faulty_search
 

@@ -11,7 +11,7 @@ from briefroom.cli import app
 from briefroom.config import Settings
 from briefroom.events import BusMessage, RunEnd, read_events
 from briefroom.protocol.payloads import ReportMessage
-from briefroom.report.draft import MAX_SECTIONS, Claim, DraftSection, ReportDraft, WriterDraft
+from briefroom.records import MAX_SECTIONS, Claim, DraftSection, ReportDraft, WriterDraft
 from briefroom.run import ResearchRequest, run_research
 from tests.conftest import SCENARIOS
 

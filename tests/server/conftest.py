@@ -1,5 +1,5 @@
 """A PostgreSQL server with pgvector for the server tests, started here from the
-`server` extra's package (briefroom/server/pg.py): one per session, a fresh database per
+`server` extra's package (briefroom/postgres/server.py): one per session, a fresh database per
 test. A server that cannot start fails every test that needs it, with the reason; it is
 never skipped, so a missing package cannot pass for a green run.
 
@@ -16,7 +16,7 @@ import pytest
 @pytest.fixture(scope="session")
 def pg_server():
     try:
-        from briefroom.server.pg import PostgresUnavailable, local_postgres
+        from briefroom.postgres.server import PostgresUnavailable, local_postgres
     except ImportError as e:  # the extra is not installed
         pytest.fail(f"PostgreSQL test server: {e} (pip install -e '.[server]')", pytrace=False)
     try:

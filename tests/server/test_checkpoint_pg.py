@@ -11,9 +11,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
+from briefroom.postgres.checkpoints import open_checkpointer
 from briefroom.protocol.messages import MsgType, make_message
 from briefroom.records import Charter, Fact
-from briefroom.server.checkpoint_pg import open_checkpointer
 from tests.secret_samples import samples
 
 TOKEN = dict(samples())["github ghp_"]

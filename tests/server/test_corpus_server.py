@@ -1,4 +1,4 @@
-"""The corpus index on PostgreSQL (briefroom/server/corpus_pg.py): the embedded index's
+"""The corpus index on PostgreSQL (briefroom/postgres/corpus.py): the embedded index's
 results, documents shared by processes, no lost rows under concurrent indexing, a
 rebuild when the embedder changes, and one clear error when the server is down."""
 
@@ -11,13 +11,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from briefroom.corpus.chroma import ChromaCorpusIndex
 from briefroom.corpus.chunking import chunk_text
 from briefroom.corpus.documents import load_corpus
 from briefroom.corpus.embeddings import make_embedder
-from briefroom.corpus.index import CorpusIndex
 from briefroom.database import public_url
 from briefroom.errors import EngineeringFailure
-from briefroom.server.corpus_pg import CorpusServerUnavailable, PgCorpusIndex, schema_name
+from briefroom.postgres.corpus import CorpusServerUnavailable, PgCorpusIndex, schema_name
 from tests.server.fakes import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def _expected(folders: list[Path]) -> tuple[set[str], set[str]]:
 def test_same_top_results_as_the_embedded_index(pg_url, tmp_path, scenario):
     corpus = ROOT / "scenarios" / scenario / "corpus"
     embedder = make_embedder("local")  # briefroom's default embedder
-    embedded = CorpusIndex(tmp_path, embedder)
+    embedded = ChromaCorpusIndex(tmp_path, embedder)
     served = PgCorpusIndex(pg_url, embedder)
     try:
         assert embedded.sync([corpus]).embedded_chunks == served.sync([corpus]).embedded_chunks > 0

@@ -19,8 +19,8 @@ import pytest
 from briefroom import jobs
 from briefroom.config import Settings
 from briefroom.corpus.embeddings import make_embedder
+from briefroom.postgres.memory import schema_name
 from briefroom.run import ResearchRequest, run_research
-from briefroom.server.memory_pg import schema_name
 from tests.server.test_job_states import events_once_each, gate, log_of, memory_texts, start_worker, stop
 
 QUESTION = "How big is the 2026 public cloud market and who grows fastest?"

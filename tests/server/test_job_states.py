@@ -129,7 +129,7 @@ class gate:
 
 def checkpoint_tables(url: str) -> None:
     """Create the checkpoint tables now, so a gate can hold one before any run made them."""
-    from briefroom.server.checkpoint_pg import open_postgres
+    from briefroom.postgres.checkpoints import open_postgres
 
     open_postgres(url).conn.close()
 
@@ -162,7 +162,7 @@ def memory_texts(url: str, run_dir: Path) -> list[str]:
     from briefroom.config import Settings
     from briefroom.corpus.embeddings import make_embedder
     from briefroom.memory.namespace import Namespace
-    from briefroom.server.memory_pg import PgMemoryStore
+    from briefroom.postgres.memory import PgMemoryStore
 
     store = PgMemoryStore(url, make_embedder(Settings().embedder))
     try:

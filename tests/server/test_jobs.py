@@ -106,7 +106,7 @@ def test_a_job_whose_worker_is_killed_finishes_on_another_with_the_same_report(p
     data = tmp_path / "data"
     assert not list(data.glob("**/documents.sqlite")) and not list(data.glob("**/memory.sqlite"))
     from briefroom.corpus.embeddings import make_embedder
-    from briefroom.server.memory_pg import PgMemoryStore
+    from briefroom.postgres.memory import PgMemoryStore
 
     store = PgMemoryStore(pg_url, make_embedder(settings.embedder))
     try:

@@ -13,10 +13,10 @@ from briefroom.memory.gates import apply_gates
 from briefroom.memory.namespace import Namespace
 from briefroom.memory.store import MemoryStore
 from briefroom.memory.zones import FactRow
+from briefroom.postgres.memory import PgMemoryStore
 from briefroom.protocol.messages import MsgType, make_message
 from briefroom.records import Charter, Fact, Report
 from briefroom.runlog import RunLog
-from briefroom.server.memory_pg import PgMemoryStore
 from tests.server.fakes import Clock, HashEmbedder
 
 

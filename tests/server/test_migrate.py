@@ -19,9 +19,9 @@ from briefroom.events import read_events
 from briefroom.memory.namespace import Namespace
 from briefroom.memory.store import MemoryStore
 from briefroom.memory.zones import FactRow
+from briefroom.postgres.checkpoints import open_postgres
+from briefroom.postgres.memory import PgMemoryStore, schema_name
 from briefroom.run import ResearchRequest, resume_research, run_research
-from briefroom.server.checkpoint_pg import open_postgres
-from briefroom.server.memory_pg import PgMemoryStore, schema_name
 from briefroom.server.migrate import migrate
 
 QUESTION = "How big is the 2026 public cloud market and who grows fastest?"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from briefroom.server.pg import PostgresUnavailable, find_bin, local_postgres
+from briefroom.postgres.server import PostgresUnavailable, find_bin, local_postgres
 
 
 def test_server_listens_on_loopback_only_with_pgvector_and_a_password(pg_server):

@@ -12,8 +12,8 @@ from briefroom.config import Settings
 from briefroom.corpus.embeddings import make_embedder
 from briefroom.errors import ConfigError, FatalBreaker
 from briefroom.memory.namespace import Namespace
+from briefroom.postgres.memory import PgMemoryStore
 from briefroom.run import ResearchRequest, resume_research, run_research
-from briefroom.server.memory_pg import PgMemoryStore
 
 QUESTION = "How big is the 2026 public cloud market and who grows fastest?"
 

@@ -3,9 +3,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.context import sample_payload
-from briefroom.graph.reducers import append_messages
 from briefroom.protocol.bus import Bus, RoutingError, Subscription
 from briefroom.protocol.messages import MsgType, make_message
+from briefroom.state.reducers import append_messages
 
 
 @pytest.fixture

@@ -106,7 +106,7 @@ def test_every_type_the_state_can_hold_is_on_the_checkpoint_allow_list():
     from pydantic import BaseModel
 
     from briefroom.graph.checkpoint import STATE_TYPES
-    from briefroom.graph.state import AgentState
+    from briefroom.state.schema import AgentState
 
     found: set[type] = set()
 

@@ -1,7 +1,7 @@
 from briefroom.protocol.extraction import extract_facts, numbers_in
-from briefroom.records import Fact, SourceRecord
+from briefroom.records import Claim, DraftSection, Fact, ReportDraft, SourceRecord
 from briefroom.report.checks import claim_problems, markdown_problems, repair_draft
-from briefroom.report.draft import Claim, DraftSection, ReportDraft, render_markdown
+from briefroom.report.draft import render_markdown
 
 TEXTS = {"S1": "Spending will reach 723 billion USD in 2026, up 21.4%.", "S2": "Azure grew 31% and AWS 17%."}
 SOURCES = {sid: SourceRecord(source_id=sid, title=f"T{sid}", path=f"c/{sid}.md") for sid in TEXTS}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from briefroom.protocol.extraction import extract_facts, number_mentions, numbers_in
+from briefroom.records import Claim
 from briefroom.report.checks import claim_problems
-from briefroom.report.draft import Claim
 
 
 @pytest.mark.parametrize(("text", "numbers"), [

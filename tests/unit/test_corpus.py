@@ -95,7 +95,7 @@ def test_control_characters_never_reach_a_document():
 
 
 def test_a_document_with_more_chunks_than_one_store_batch_is_indexed_whole(tmp_path, monkeypatch):
-    from briefroom.corpus import index as index_module
+    from briefroom.corpus import chroma as index_module
     from briefroom.corpus.embeddings import make_embedder
 
     monkeypatch.setattr(index_module, "EMBED_BATCH", 3)  # as a 4 MB file does with chromadb's limit
@@ -103,7 +103,7 @@ def test_a_document_with_more_chunks_than_one_store_batch_is_indexed_whole(tmp_p
     paragraphs = [f"Paragraph {i}: the figure for region {i} was {i * 7} units in 2025, the survey said, after a "
                   "long review of the data." * 3 for i in range(12)]
     (tmp_path / "docs" / "long.md").write_text("\n\n".join(paragraphs))
-    idx = index_module.CorpusIndex(tmp_path / "data", make_embedder("local"))  # its own store: count() is its chunks
+    idx = index_module.ChromaCorpusIndex(tmp_path / "data", make_embedder("local"))  # its own store: count() is its chunks
     stats = idx.sync([tmp_path / "docs"])
     assert stats.embedded_chunks > 6
     assert idx._chunks.count() == stats.embedded_chunks
@@ -132,15 +132,15 @@ def test_lexical_ranking_finds_chinese_and_exact_names():
 
 
 def test_a_chinese_question_retrieves_the_chinese_passage_that_answers(tmp_path, data_dir):
+    from briefroom.corpus.chroma import ChromaCorpusIndex
     from briefroom.corpus.embeddings import make_embedder
-    from briefroom.corpus.index import CorpusIndex
 
     corpus = tmp_path / "zh"
     corpus.mkdir()
     (corpus / "a.md").write_text("# 通报\n\n截至2025年底，临江省公共充电桩保有量达到48.6万台。\n", encoding="utf-8")
     (corpus / "b.md").write_text("# 菜谱\n\n番茄炒蛋需要三个鸡蛋和两个番茄，炒五分钟。\n", encoding="utf-8")
     (corpus / "c.md").write_text("# 客运\n\n澜州市城市轨道交通日均客运量为386.7万人次。\n", encoding="utf-8")
-    index = CorpusIndex(data_dir, make_embedder("local"))
+    index = ChromaCorpusIndex(data_dir, make_embedder("local"))
     index.sync([corpus])
     assert "48.6万台" in index.search("临江省公共充电桩保有量是多少？", k=1)[0].text
     index.close()
@@ -159,7 +159,7 @@ def test_a_document_over_the_size_cap_is_skipped_with_the_setting_to_change(tmp_
 
 
 def test_indexing_a_large_document_resumes_where_a_kill_stopped_it(tmp_path, data_dir, monkeypatch):
-    from briefroom.corpus import index as index_module
+    from briefroom.corpus import chroma as index_module
     from briefroom.corpus.embeddings import make_embedder
 
     monkeypatch.setattr(index_module, "EMBED_BATCH", 2)
@@ -181,13 +181,13 @@ def test_indexing_a_large_document_resumes_where_a_kill_stopped_it(tmp_path, dat
             return self.inner.embed(texts)
 
     real = make_embedder("local")
-    first = index_module.CorpusIndex(data_dir, Dies(real, 3))
+    first = index_module.ChromaCorpusIndex(data_dir, Dies(real, 3))
     with pytest.raises(KeyboardInterrupt):
         first.sync([tmp_path])
     first.close()
     again = Dies(real, -1)
     lines: list[str] = []
-    second = index_module.CorpusIndex(data_dir, again)
+    second = index_module.ChromaCorpusIndex(data_dir, again)
     stats = second.sync([tmp_path], progress=lines.append)
     (doc,) = load_corpus(tmp_path)
     total = len(chunk_text(doc.source_id, doc.text))

@@ -7,10 +7,10 @@ import json
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
 from briefroom.agents.structured import constrain_schema
+from briefroom.corpus.tools import LocalSearchArgs, ReadSourceArgs
 from briefroom.models.deterministic import DeterministicChatModel
 from briefroom.protocol.prompt_assembly import mark_data
-from briefroom.protocol.tools import LocalSearchArgs, ReadSourceArgs
-from briefroom.report.draft import WriterDraft
+from briefroom.records import WriterDraft
 
 
 def prompt():
@@ -36,7 +36,8 @@ def test_same_input_same_output():
 
 
 def test_calls_tools_with_valid_arguments_then_finishes():
-    from briefroom.protocol.tools import LocalSearchResult, ReadSourceResult, Tool
+    from briefroom.corpus.tools import LocalSearchResult, ReadSourceResult
+    from briefroom.protocol.tools import Tool
 
     tools = [Tool("local_search", "search", LocalSearchArgs, LocalSearchResult, lambda a: a).definition(),
              Tool("read_source", "read", ReadSourceArgs, ReadSourceResult, lambda a: a).definition()]

@@ -6,19 +6,13 @@ import json
 
 import pytest
 
+from briefroom.corpus.tools import LocalSearchResult, SearchHit
 from briefroom.errors import EngineeringFailure
 from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.envelope import envelope
 from briefroom.protocol.prompt_assembly import DATA_BLOCK
-from briefroom.protocol.tools import (
-    LocalSearchResult,
-    ReadArtifactArgs,
-    SearchHit,
-    ToolOutcome,
-    artifact_tool,
-    run_tool,
-)
+from briefroom.protocol.tools import ReadArtifactArgs, ToolOutcome, artifact_tool, run_tool
 
 
 def big_outcome(n: int = 12) -> ToolOutcome:
@@ -63,7 +57,8 @@ def test_read_artifact_by_fields_and_range(tmp_path):
 
 
 def test_the_envelope_fits_a_result_into_its_own_tools_budget():
-    from briefroom.protocol.tools import ReadSourceArgs, ReadSourceResult, Tool
+    from briefroom.corpus.tools import ReadSourceArgs, ReadSourceResult
+    from briefroom.protocol.tools import Tool
 
     text = " ".join(f"Cloud spending grew {i}% in region {i} during 2026." for i in range(900))
 

@@ -5,7 +5,7 @@ from briefroom.evaluation.metrics import KeyFact, score_report
 from briefroom.evaluation.scoring import score_report_file
 from briefroom.evaluation.suite import CaseResult
 from briefroom.evaluation.summary import rows_by_label, summarize, summarize_splits, threshold_failures
-from briefroom.inspect import AgentTotals
+from briefroom.runlog import AgentTotals
 
 TEXTS = {"S1": "Installers put 1.84 million heat pumps into service in 2025.",
          "S2": "Manufacturers sold 2.61 million heat pumps in 2025.",

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from briefroom.cli import app
 from briefroom.errors import BriefroomError
-from briefroom.records import Passage, SourceRecord
+from briefroom.records import Claim, DraftSection, Passage, ReportDraft, SourceRecord
 from briefroom.report.document import ReportDocument, parse_report, split_sentences
-from briefroom.report.draft import Claim, DraftSection, ReportDraft, render_markdown
+from briefroom.report.draft import render_markdown
 from briefroom.report.export import export_run, load_document, parse_formats
 from briefroom.report.export_html import render_html
 

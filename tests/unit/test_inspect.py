@@ -52,7 +52,7 @@ def test_inspect_errors_are_one_line(tmp_path):
 
 
 def test_a_log_cut_short_by_a_kill_still_loads_and_a_corrupt_line_does_not(tmp_path):
-    from briefroom.inspect import load_events
+    from briefroom.runlog import load_events
 
     (tmp_path / "run.jsonl").write_text(START + '\n{"event": "llm_ca')  # SIGKILL mid-write
     assert [e.event for e in load_events(tmp_path)] == ["run_start"]

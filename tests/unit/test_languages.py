@@ -1,9 +1,9 @@
 """Text handling that holds in Chinese as in English: numbers, sentences, words, parts."""
 
 from briefroom.protocol.extraction import content_words, extract_facts, is_cjk, numbers_in, sentences
-from briefroom.records import SourceRecord
+from briefroom.records import Claim, DraftSection, ReportDraft, SourceRecord
 from briefroom.report.checks import claim_problems, draft_problems, repair_draft
-from briefroom.report.draft import Claim, DraftSection, ReportDraft, render_markdown
+from briefroom.report.draft import render_markdown
 from briefroom.report.language import question_parts
 
 

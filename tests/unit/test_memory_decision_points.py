@@ -15,11 +15,10 @@ from briefroom.agents.base import Turn
 from briefroom.agents.registry import bus_for, discover
 from briefroom.agents.run_context import RunContext
 from briefroom.events import MemoryRead, MemoryReuse
-from briefroom.graph import reducers
 from briefroom.llm import ModelHandle, ModelPool
 from briefroom.memory.namespace import Namespace
-from briefroom.memory.reading import memory_reader, unused_facts
-from briefroom.memory.store import MemoryStore, memory_tool
+from briefroom.memory.reading import memory_reader, memory_tool, unused_facts
+from briefroom.memory.store import MemoryStore
 from briefroom.memory.zones import FactRow
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.messages import MsgType, make_message
@@ -27,6 +26,7 @@ from briefroom.protocol.payloads import Conclusion, Critique, ReportMessage
 from briefroom.records import Charter, Fact, Passage, SourceRecord
 from briefroom.report.language import LABELS
 from briefroom.runlog import RunLog
+from briefroom.state import reducers
 from tests.fakes import HashEmbedder, ScriptedChatModel
 
 S_MARKET, S_GROWTH = "S0000aaaa", "S0000bbbb"

@@ -9,8 +9,8 @@ import zlib
 import numpy as np
 import pytest
 
+from briefroom.corpus.chroma import ChromaCorpusIndex
 from briefroom.corpus.embeddings import MiniLMEmbedder, USEEmbedder, make_embedder
-from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import ConfigError
 
 
@@ -62,23 +62,23 @@ def test_the_multilingual_encoder_ranks_the_chinese_answer_first():
 
 def test_an_index_is_stamped_with_its_embedder_and_reused_by_the_same_one(tmp_path, docs):
     first = HashEmbedder()
-    index = CorpusIndex(tmp_path / "data", first)
+    index = ChromaCorpusIndex(tmp_path / "data", first)
     assert index.rebuilt is None
     assert index.sync([docs]).embedded_chunks > 0
     index.close()
     again = HashEmbedder()
-    index = CorpusIndex(tmp_path / "data", again)
+    index = ChromaCorpusIndex(tmp_path / "data", again)
     assert index.rebuilt is None and index.sync([docs]).embedded_chunks == 0 and again.calls == 0
     assert "Azure" in index.search("Azure fastest", k=1)[0].text
     index.close()
 
 
 def test_an_index_built_by_another_version_is_rebuilt_not_mixed(tmp_path, docs):
-    index = CorpusIndex(tmp_path / "data", HashEmbedder(version="1", dims=32))
+    index = ChromaCorpusIndex(tmp_path / "data", HashEmbedder(version="1", dims=32))
     index.sync([docs])
     index.close()
     newer = HashEmbedder(version="2", dims=48)  # same name and directory, other vectors
-    index = CorpusIndex(tmp_path / "data", newer)
+    index = ChromaCorpusIndex(tmp_path / "data", newer)
     assert index.rebuilt is not None and "hash 1" in index.rebuilt and "hash 2" in index.rebuilt
     stats = index.sync([docs])
     assert stats.reused_documents == 0 and stats.embedded_chunks == newer.calls > 0
@@ -88,16 +88,16 @@ def test_an_index_built_by_another_version_is_rebuilt_not_mixed(tmp_path, docs):
 
 
 def test_an_index_that_does_not_name_its_embedder_is_rebuilt(tmp_path, docs):
-    index = CorpusIndex(tmp_path / "data", HashEmbedder())
+    index = ChromaCorpusIndex(tmp_path / "data", HashEmbedder())
     index.sync([docs])
     root = index.root
     index.close()
     with sqlite3.connect(root / "documents.sqlite") as db:  # as an index from before the record
         db.execute("DELETE FROM meta")
-    index = CorpusIndex(tmp_path / "data", HashEmbedder())
+    index = ChromaCorpusIndex(tmp_path / "data", HashEmbedder())
     assert index.rebuilt == "the index does not record the embedder that built it"
     assert index.sync([docs]).reused_documents == 0
     index.close()
-    index = CorpusIndex(tmp_path / "data", HashEmbedder())  # stamped now: kept
+    index = ChromaCorpusIndex(tmp_path / "data", HashEmbedder())  # stamped now: kept
     assert index.rebuilt is None
     index.close()

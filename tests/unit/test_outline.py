@@ -1,7 +1,6 @@
 """A section per part of the question, led by its best verified sentence."""
 
-from briefroom.records import Fact
-from briefroom.report.draft import Claim, DraftSection, WriterDraft
+from briefroom.records import Claim, DraftSection, Fact, WriterDraft
 from briefroom.report.language import LABELS, question_parts
 from briefroom.report.outline import outline, proper_names
 
@@ -97,7 +96,7 @@ def test_a_question_about_cost_is_not_answered_by_a_volume():
 
 
 def test_a_one_character_question_still_gets_a_valid_report():
-    from briefroom.report.draft import ReportDraft
+    from briefroom.records import ReportDraft
 
     draft = model_draft("It is big.", "S1")
     draft.title = "It grew 5% in 2025."  # a claim, not a title: the question's own words would stand in

@@ -4,8 +4,8 @@ grouping, so merging must not depend on it."""
 from hypothesis import given
 from hypothesis import strategies as st
 
-from briefroom.graph import reducers
 from briefroom.protocol.messages import MsgType, make_message
+from briefroom.state import reducers
 
 message = st.builds(lambda seq, text: make_message(sender="searcher", msg_type=MsgType.CONCLUSION, content=text,
                                                    round=1, seq=seq),

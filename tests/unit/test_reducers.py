@@ -1,6 +1,6 @@
-from briefroom.graph import reducers
 from briefroom.protocol.messages import MsgType, make_message
 from briefroom.records import Fact, Passage, SourceRecord, Worktable
+from briefroom.state import reducers
 
 
 def msg(seq: int, content: str = "x"):

@@ -5,16 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from briefroom.corpus.tools import ReadSourceArgs, ReadSourceResult
 from briefroom.errors import EngineeringFailure
 from briefroom.protocol.budget import TokenCounter
-from briefroom.protocol.tools import (
-    DEFAULT_OUTPUT_BUDGET,
-    ReadSourceArgs,
-    ReadSourceResult,
-    Tool,
-    fit_output,
-    run_tool,
-)
+from briefroom.protocol.tools import DEFAULT_OUTPUT_BUDGET, Tool, fit_output, run_tool
 
 COUNTER = TokenCounter()
 LONG = " ".join(f"Cloud spending grew {i}% in region {i} during 2026, said report {i}." for i in range(900))
@@ -27,8 +21,9 @@ def reader(budget: int, text: str = LONG, name: str = "read_source") -> Tool:
 
 
 def test_the_built_in_tools_declare_their_own_budgets(tmp_path):
+    from briefroom.corpus.tools import corpus_tools
     from briefroom.protocol.artifacts import ArtifactStore
-    from briefroom.protocol.tools import artifact_tool, corpus_tools
+    from briefroom.protocol.tools import artifact_tool
 
     tools = {**corpus_tools(index=None), "read_artifact": artifact_tool(ArtifactStore(tmp_path))}  # type: ignore[arg-type]
     budgets = {name: tool.output_budget for name, tool in tools.items()}

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from briefroom.agents.base import Turn
 from briefroom.agents.registry import bus_for, discover
 from briefroom.agents.run_context import RunContext
+from briefroom.corpus.tools import LocalSearchArgs, LocalSearchResult, ReadSourceArgs, ReadSourceResult, SearchHit
 from briefroom.errors import EngineeringFailure
 from briefroom.events import ContractErrorEvent, Event, read_events
 from briefroom.llm import ModelHandle, ModelPool
@@ -18,17 +19,7 @@ from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.calls import normalize_calls, run_calls
 from briefroom.protocol.envelope import envelope
-from briefroom.protocol.tools import (
-    LocalSearchArgs,
-    LocalSearchResult,
-    ReadSourceArgs,
-    ReadSourceResult,
-    SearchHit,
-    Tool,
-    ToolOutcome,
-    artifact_tool,
-    run_tool,
-)
+from briefroom.protocol.tools import Tool, ToolOutcome, artifact_tool, run_tool
 from briefroom.records import Charter
 from briefroom.runlog import RunLog
 from tests.fakes import ScriptedChatModel

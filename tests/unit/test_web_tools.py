@@ -7,17 +7,19 @@ from types import SimpleNamespace
 
 import pytest
 
+from briefroom.agents.searcher import WEB_READS_PER_QUESTION, read_found
+from briefroom.corpus.tools import LocalSearchResult, corpus_tools
 from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.envelope import envelope
-from briefroom.protocol.tools import LocalSearchResult, corpus_tools, run_tool
+from briefroom.protocol.tools import run_tool
 from briefroom.report.checks import split_report
 from briefroom.web.cache import WebCache
 from briefroom.web.fetch import Fetcher, RateLimiter
 from briefroom.web.index import WebIndex
 from briefroom.web.net import DomainPolicy
 from briefroom.web.search import SearxngProvider, WebResult
-from briefroom.web.tools import WEB_READS_PER_QUESTION, FetchUrlResult, WebSearchResult, WebTools, cite_web, read_found
+from briefroom.web.tools import FetchUrlResult, WebSearchResult, WebTools, cite_web
 from tests.fakes import HashEmbedder
 from tests.unit.test_web_fetch import HTML, ROBOTS_OK, Scripted
 from tests.unit.test_web_search import Canned

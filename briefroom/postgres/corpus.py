@@ -1,11 +1,10 @@
 """PgCorpusIndex: the corpus index in PostgreSQL with pgvector, shared by every process
 that reaches the server.
 
-The same interface and the same results as `corpus/index.py`'s `CorpusIndex` (it is a
-subclass): `sync`, `search`, `document`, `scope`, `embedder`, `rebuilt`, `close`.
-Chunking is `chunk_text`, the hybrid ranking is `CorpusIndex._search` itself (vector
-ranking and BM25 fused by `fuse`), the lexical side and the hits are `CorpusIndex`'s;
-only the storage differs:
+A `CorpusIndex` (`corpus/index.py`) with the same results as the data directory's
+(`corpus/chroma.py`): chunking is `chunk_text`, the hybrid ranking, the lexical side
+and the hits are `HybridIndex`'s, the embedder rule is `stamp_mismatch`; only the
+storage differs:
 
 - One schema per embedder and chunker version (`corpus_<name>_c<CHUNKER_VERSION>`), as
   the embedded index has one directory per both. `meta` records the embedder's name and
@@ -36,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,9 +45,15 @@ import numpy as np
 
 from briefroom.corpus.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from briefroom.corpus.documents import Document, Skipped, load_corpus
-from briefroom.corpus.embeddings import Embedder, embedder_version
-from briefroom.corpus.index import EMBED_BATCH, PROGRESS_EVERY_S, CorpusIndex, SyncStats
-from briefroom.corpus.lexical import LexicalIndex
+from briefroom.corpus.embeddings import Embedder
+from briefroom.corpus.index import (
+    EMBED_BATCH,
+    PROGRESS_EVERY_S,
+    HybridIndex,
+    SyncStats,
+    embedder_stamp,
+    stamp_mismatch,
+)
 from briefroom.database import first_line, public_url
 from briefroom.errors import BriefroomError, EngineeringFailure
 
@@ -84,41 +88,18 @@ def _lock_key(schema: str) -> str:
     return f"briefroom-corpus/{schema}"
 
 
-class _PgVectors:
-    """The vector side `CorpusIndex._search` queries, answered by pgvector (chromadb's
-    `query` call shape: ids and cosine distances of the nearest chunks in the scope)."""
-
-    def __init__(self, index: PgCorpusIndex):
-        self._index = index
-
-    def query(self, *, query_embeddings: Any, n_results: int, where: dict, include: list[str]) -> dict:
-        wanted = where["source_id"]
-        scope = list(wanted["$in"]) if isinstance(wanted, dict) else [wanted]
-        vector = np.asarray(query_embeddings, dtype=np.float32)[0]
-        rows = self._index._sql(
-            "SELECT chunk_id, embedding <=> %(q)s AS distance FROM {s}.chunks WHERE source_id = ANY(%(scope)s) "
-            "ORDER BY embedding <=> %(q)s LIMIT %(n)s", {"q": vector, "scope": scope, "n": n_results}).fetchall()
-        return {"ids": [[r[0] for r in rows]], "distances": [[float(r[1]) for r in rows]]}
-
-    def count(self) -> int:
-        return int(self._index._sql("SELECT COUNT(*) FROM {s}.chunks").fetchone()[0])
-
-
-class PgCorpusIndex(CorpusIndex):
-    """`CorpusIndex` with its documents and vectors in PostgreSQL (see the module doc)."""
+class PgCorpusIndex(HybridIndex):
+    """A `CorpusIndex` with its documents and vectors in PostgreSQL (see the module doc)."""
 
     def __init__(self, url: str, embedder: Embedder, *, connect_timeout: int = CONNECT_TIMEOUT_S):
         import psycopg
         from pgvector.psycopg import register_vector
 
+        super().__init__()
         self.url = url
         self.schema = schema_name(embedder.name)
         self._embedder = embedder
-        self._lock = threading.RLock()
-        self._scope: list[str] = []
-        self._lexical_index: tuple[tuple[str, ...], LexicalIndex] | None = None
-        self._chunk_cache: dict[str, Chunk] = {}
-        self._chunks = _PgVectors(self)  # type: ignore[assignment]  # what CorpusIndex._search queries
+        self.rebuilt: str | None = None
         try:
             self._conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
         except psycopg.Error as exc:
@@ -142,7 +123,7 @@ class PgCorpusIndex(CorpusIndex):
         return self._conn.execute(query.replace("{s}", self.schema), params)  # type: ignore[arg-type]
 
     def _want(self) -> dict[str, str]:
-        return {"embedder": self._embedder.name, "embedder_version": embedder_version(self._embedder)}
+        return embedder_stamp(self._embedder)
 
     def _check_embedder(self) -> str | None:
         """Create the schema if needed; empty it when its vectors come from another
@@ -160,14 +141,8 @@ class PgCorpusIndex(CorpusIndex):
                     if statement.strip():
                         self._sql(statement)
             recorded = dict(self._sql("SELECT key, value FROM {s}.meta").fetchall())
-            why = None
-            if "embedder" not in recorded:
-                held = self._sql("SELECT EXISTS (SELECT 1 FROM {s}.documents) OR EXISTS (SELECT 1 FROM {s}.chunks)")
-                if held.fetchone()[0]:
-                    why = "the index does not record the embedder that built it"
-            elif any(recorded.get(k) != v for k, v in want.items()):
-                why = (f"the index was built with {recorded.get('embedder')} {recorded.get('embedder_version', '')}"
-                       .rstrip() + f", not {want['embedder']} {want['embedder_version']}".rstrip())
+            why = stamp_mismatch(recorded, want, lambda: bool(self._sql(
+                "SELECT EXISTS (SELECT 1 FROM {s}.documents) OR EXISTS (SELECT 1 FROM {s}.chunks)").fetchone()[0]))
             if why:
                 self._sql("TRUNCATE {s}.documents, {s}.chunks")
                 if own != dims:  # same name, another size: the column is made again
@@ -274,6 +249,13 @@ class PgCorpusIndex(CorpusIndex):
             return len(batch)
 
     # --- reading ------------------------------------------------------------------------
+    def _nearest(self, query: str, scope: list[str], n: int) -> list[tuple[str, float]]:
+        vector = np.asarray(self._embedder.embed([query]), dtype=np.float32)[0]
+        rows = self._sql(
+            "SELECT chunk_id, embedding <=> %(q)s AS distance FROM {s}.chunks WHERE source_id = ANY(%(scope)s) "
+            "ORDER BY embedding <=> %(q)s LIMIT %(n)s", {"q": vector, "scope": scope, "n": n}).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
+
     def _document(self, source_id: str) -> Document | None:
         import psycopg
 
@@ -289,6 +271,7 @@ class PgCorpusIndex(CorpusIndex):
         """Documents and chunks stored on the server (every process's)."""
         with self._lock:
             docs = self._sql("SELECT COUNT(*) FROM {s}.documents").fetchone()[0]
-            return {"documents": int(docs), "chunks": self._chunks.count()}
+            chunks = self._sql("SELECT COUNT(*) FROM {s}.chunks").fetchone()[0]
+            return {"documents": int(docs), "chunks": int(chunks)}
 
 

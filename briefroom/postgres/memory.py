@@ -1,6 +1,6 @@
 """PgMemoryStore: long-term memory (vectors, facts, skills) in PostgreSQL with pgvector.
 
-The same interface as `memory/store.py`'s `MemoryStore` (the gates, the reader and the
+A `MemoryBackend` (`memory/zones.py`), as `memory/store.py`'s `MemoryStore` is (the gates, the reader and the
 CLI call the same methods, with the same ids, actions and results); only the storage
 differs:
 
@@ -36,24 +36,30 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import re
 import threading
 import time
 from typing import Any
 
+from briefroom import faults
 from briefroom.corpus.embeddings import Embedder
-from briefroom.graph import faults
 from briefroom.memory.namespace import Namespace, Scope
-from briefroom.memory.store import (
+from briefroom.memory.rules import (
     DEFAULT_THRESHOLD,
     FACT_CANDIDATES,
     FACT_THRESHOLD,
+    Found,
     MemoryRules,
-    _Found,
-    _id,
-    _namespace,
+    StoredFact,
+    best_candidates,
+    content_id,
+    fact_query,
+    fact_relevance,
+    fact_version,
+    namespace_of,
+    skill_recalled,
     terms,
+    terms_to_read,
 )
 from briefroom.memory.zones import FactRow, Recalled
 from briefroom.protocol.redaction import redact_text
@@ -135,7 +141,7 @@ class PgMemoryStore(MemoryRules):
             if stored is not None:  # the tables exist: no DDL, which would wait for other writers' locks
                 self.dims = stored
             else:
-                self.dims = dims or len(self._vector_of("dimensions")[0])  # embedded outside the lock
+                self.dims = dims or len(self.vector_of("dimensions")[0])  # embedded outside the lock
                 with self._conn.transaction():
                     self._conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('briefroom-memory-schema', 0))")
                     self._conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
@@ -210,7 +216,7 @@ class PgMemoryStore(MemoryRules):
 
         where, params = _where(ns, scope)
         row_where, row_params = _where(ns, scope, "t")
-        vector = np.asarray(self._vector_of(query)[0], dtype=np.float32)
+        vector = np.asarray(self.vector_of(query)[0], dtype=np.float32)
         return self._sql(
             f"SELECT h.id, h.distance, {columns}, t.\"user\", t.session, t.task FROM ("
             f"SELECT id, embedding <=> %(q)s AS distance FROM {{s}}.vectors WHERE zone = %(zone)s AND "
@@ -224,12 +230,12 @@ class PgMemoryStore(MemoryRules):
         from psycopg.types.json import Jsonb
 
         text = redact_text(text)
-        item_id = "v" + _id(ns.user, ns.session, kind, text)
+        item_id = "v" + content_id(ns.user, ns.session, kind, text)
         with self.transaction():
             self._lock_user(ns.user)
             known = self._sql("SELECT 1 FROM {s}.vectors WHERE id = %s", [item_id]).fetchone() is not None
             if not known:  # a refreshed memory keeps its vector
-                self._add_vector(ns, item_id, self._vector_of(redact_text(key) if key else text)[0], "vector")
+                self._add_vector(ns, item_id, self.vector_of(redact_text(key) if key else text)[0], "vector")
             self._sql('INSERT INTO {s}.memories VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE '
                       'SET "user" = EXCLUDED."user", session = EXCLUDED.session, task = EXCLUDED.task, '
                       "kind = EXCLUDED.kind, text = EXCLUDED.text, provenance = EXCLUDED.provenance, "
@@ -247,8 +253,8 @@ class PgMemoryStore(MemoryRules):
                 similarity = 1.0 - float(h["distance"])
                 if similarity < threshold:
                     continue
-                provenance = {**h["provenance"], "namespace": _namespace(h)}
-                out.append(self._scored(h["id"], similarity, h["text"], float(h["importance"]), float(h["created"]),
+                provenance = {**h["provenance"], "namespace": namespace_of(h)}
+                out.append(self.scored(h["id"], similarity, h["text"], float(h["importance"]), float(h["created"]),
                                         provenance, "vector"))
         out.sort(key=lambda r: -r.score)
         return out[:k]
@@ -257,35 +263,32 @@ class PgMemoryStore(MemoryRules):
                    threshold: float = FACT_THRESHOLD) -> list[Recalled]:
         """Current and competing facts holding at least `threshold` of the query's terms
         (the same inverted index and candidate limit as the SQLite store)."""
-        wanted = sorted(terms(query))
+        wanted, need = fact_query(query, threshold)
         if not wanted:
             return []
-        need = max(1, math.ceil(threshold * len(wanted) - 1e-9))
         with self._lock:
             counts = {r["term"]: r["n"] for r in self._sql(
                 'SELECT term, n FROM {s}.term_counts WHERE "user" = %s AND term = ANY(%s)', [ns.user, wanted])}
-            present = sorted((t for t in wanted if counts.get(t)), key=lambda t: counts[t])
-            if len(present) < need:
+            reading = terms_to_read(wanted, counts, need)
+            if reading is None:
                 return []
-            cheap = [t for t in present if counts[t] <= FACT_CANDIDATES] or present[:1]
+            cheap, floor = reading
             hits: dict[str, int] = {}
             for term in cheap:
                 for r in self._sql('SELECT fact_id FROM {s}.fact_terms WHERE "user" = %s AND term = %s LIMIT %s',
                                    [ns.user, term, FACT_CANDIDATES]):
                     hits[r["fact_id"]] = hits.get(r["fact_id"], 0) + 1
-            floor = need - (len(present) - len(cheap))
-            ids = sorted((f for f, n in hits.items() if n >= floor), key=lambda f: -hits[f])[:8 * k]
             out = []
-            for found in self._fact_rows(ids, ns, scope):
-                relevance = len(set(wanted) & terms(f"{found.provenance['entity']} {found.text}")) / len(wanted)
+            for found in self._fact_rows(best_candidates(hits, floor, k), ns, scope):
+                relevance = fact_relevance(wanted, found.provenance["entity"], found.text)
                 if relevance >= threshold:
-                    out.append(self._scored(found.provenance["id"], relevance, found.text, found.importance,
-                                            found.created, {k: v for k, v in found.provenance.items() if k != "id"},
-                                            "fact"))
+                    out.append(self.scored(found.provenance["id"], relevance, found.text, found.importance,
+                                           found.created, {k: v for k, v in found.provenance.items() if k != "id"},
+                                           "fact"))
         out.sort(key=lambda r: -r.score)
         return out[:k]
 
-    def _fact_rows(self, ids: list[str], ns: Namespace, scope: Scope) -> list[_Found]:
+    def _fact_rows(self, ids: list[str], ns: Namespace, scope: Scope) -> list[Found]:
         if not ids:
             return []
         where, params = _where(ns, scope)
@@ -294,10 +297,10 @@ class PgMemoryStore(MemoryRules):
                          "AND status != 'superseded'", [ids, *params]).fetchall()
         order = {fact_id: i for i, fact_id in enumerate(ids)}
         rows.sort(key=lambda r: order[r["id"]])
-        return [_Found(r["text"], 1.0, r["valid_from"],
+        return [Found(r["text"], 1.0, r["valid_from"],
                        {"id": r["id"], "sources": r["source_ids"], "confirmed_by": r["confirmed_by"], "run": r["run_id"],
                         "status": r["status"], "entity": r["entity"], "value": r["value"], "unit": r["unit"],
-                        "namespace": _namespace(r)}, "fact") for r in rows]
+                        "namespace": namespace_of(r)}, "fact") for r in rows]
 
     # --- fact zone ----------------------------------------------------------------------
     def put_fact(self, ns: Namespace, row: FactRow) -> tuple[str, str, str]:
@@ -313,39 +316,30 @@ class PgMemoryStore(MemoryRules):
     def _put_fact_row(self, ns: Namespace, row: FactRow) -> tuple[str, str, str]:
         from psycopg.types.json import Jsonb
 
-        text = redact_text(row.text)
         rows = self._sql('SELECT id, value, unit, source_ids, confirmed_by FROM {s}.facts WHERE "user" = %s AND '
                          "entity = %s AND attribute = %s AND status != 'superseded' ORDER BY id",
                          [ns.user, row.entity, row.attribute]).fetchall()
-        for old in rows:
-            if old["value"] == row.value and old["unit"] == row.unit:
-                merged_sources = sorted(set(old["source_ids"]) | set(row.source_ids))
-                merged_roles = sorted(set(old["confirmed_by"]) | set(row.confirmed_by))
-                self._sql("UPDATE {s}.facts SET source_ids = %s, confirmed_by = %s WHERE id = %s",
-                          [Jsonb(merged_sources), Jsonb(merged_roles), old["id"]])
-                return old["id"], "update", "same entity, attribute and value: provenance merged"
-        new_id = "f" + _id(ns.user, row.entity, row.attribute, row.value, row.unit, ",".join(row.source_ids))
-        replaced = [r for r in rows if set(r["source_ids"]) & set(row.source_ids)]
-        status = "current" if replaced or not rows else "competing"
-        values = [new_id, ns.user, ns.session, ns.task, row.entity, row.attribute, row.value, row.unit, text,
+        version = fact_version(ns.user, row, [StoredFact(r["id"], r["value"], r["unit"], tuple(r["source_ids"]),
+                                                         tuple(r["confirmed_by"])) for r in rows])
+        if version.action == "update":
+            self._sql("UPDATE {s}.facts SET source_ids = %s, confirmed_by = %s WHERE id = %s",
+                      [Jsonb(list(version.source_ids)), Jsonb(list(version.confirmed_by)), version.fact_id])
+            return version.fact_id, version.action, version.reason
+        text = redact_text(row.text)
+        values = [version.fact_id, ns.user, ns.session, ns.task, row.entity, row.attribute, row.value, row.unit, text,
                   Jsonb(sorted(row.source_ids)), Jsonb(sorted(set(row.confirmed_by))), row.run_id, self._now(), None,
-                  status]
+                  version.status]
         columns = ('id, "user", session, task, entity, attribute, value, unit, text, source_ids, confirmed_by, run_id, '
                    "valid_from, superseded_by, status")
         updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns.split(", ")[1:])
         self._sql(f"INSERT INTO {{s}}.facts ({columns}) VALUES ({', '.join(['%s'] * 15)}) "
                   f"ON CONFLICT (id) DO UPDATE SET {updates}", values)
-        for old in replaced:
+        for old_id in version.replaced:
             self._sql("UPDATE {s}.facts SET status = 'superseded', superseded_by = %s WHERE id = %s",
-                      [new_id, old["id"]])
-            self._unindex_fact(old["id"])
-        self._index_fact(new_id, ns.user, row.entity, text)
-        if replaced:
-            return new_id, "supersede", f"new value from the same source replaces {', '.join(r['id'] for r in replaced)}"
-        if rows:
-            return new_id, "competing", (f"{len(rows)} other value(s) for this entity and attribute from other "
-                                         "sources: kept side by side")
-        return new_id, "insert", "new entity and attribute"
+                      [version.fact_id, old_id])
+            self._unindex_fact(old_id)
+        self._index_fact(version.fact_id, ns.user, row.entity, text)
+        return version.fact_id, version.action, version.reason
 
     def _index_fact(self, fact_id: str, user: str, entity: str, text: str) -> None:
         self._sql('WITH added AS (INSERT INTO {s}.fact_terms SELECT %(u)s, t, %(f)s FROM unnest(%(t)s::text[]) t '
@@ -377,7 +371,7 @@ class PgMemoryStore(MemoryRules):
                   evaluated_by: list[str]) -> tuple[str, str]:
         from psycopg.types.json import Jsonb
 
-        skill_id = "s" + _id(ns.user, name, applies_when)
+        skill_id = "s" + content_id(ns.user, name, applies_when)
         now = self._now()
         clean = [redact_text(s) for s in steps]
         with self.transaction():
@@ -385,7 +379,7 @@ class PgMemoryStore(MemoryRules):
             if self._sql("SELECT 1 FROM {s}.skills WHERE id = %s", [skill_id]).fetchone() is not None:
                 self._sql("UPDATE {s}.skills SET steps = %s, updated = %s WHERE id = %s", [Jsonb(clean), now, skill_id])
                 return skill_id, "update"
-            self._add_vector(ns, skill_id, self._vector_of(redact_text(applies_when))[0], "skill")
+            self._add_vector(ns, skill_id, self.vector_of(redact_text(applies_when))[0], "skill")
             self._sql("INSERT INTO {s}.skills VALUES (%s, %s, %s, %s, %s, %s, %s, 1, 0, %s, false, %s, %s)",
                       [skill_id, ns.user, ns.session, ns.task, redact_text(name), redact_text(applies_when),
                        Jsonb(clean), Jsonb(sorted(evaluated_by)), now, now])
@@ -401,12 +395,7 @@ class PgMemoryStore(MemoryRules):
             similarity = 1.0 - float(h["distance"])
             if similarity < threshold:
                 continue
-            steps, wins, losses = h["steps"], h["successes"], h["failures"]
-            text = (f"Skill: {h['name']} (used {wins + losses} times, {wins} passed)\nWhen: {h['applies_when']}"
-                    "\nSteps:\n" + "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps)))
-            out.append(Recalled(h["id"], "skill", text, round(similarity, 4),
-                                round(similarity * (wins + 1) / (wins + losses + 2), 4),
-                                {"evaluated_by": h["evaluated_by"], "steps": steps, "namespace": _namespace(h)}))
+            out.append(skill_recalled(h["id"], similarity, h, h["steps"], h["evaluated_by"]))
         out.sort(key=lambda r: -r.score)
         return out[:k]
 
@@ -416,7 +405,7 @@ class PgMemoryStore(MemoryRules):
             self._lock_user(ns.user)
             row = self._sql(f'UPDATE {{s}}.skills SET {column} = {column} + 1, updated = %s WHERE id = %s AND "user" = %s '
                             "RETURNING successes, failures", [self._now(), skill_id, ns.user]).fetchone()
-            retired = bool(row and self._retires(row["successes"], row["failures"]))
+            retired = bool(row and self.retires(row["successes"], row["failures"]))
             if retired:
                 self._sql("UPDATE {s}.skills SET retired = true WHERE id = %s", [skill_id])
         return "retired" if retired else ("success" if success else "failure")
@@ -431,7 +420,7 @@ class PgMemoryStore(MemoryRules):
                                    f"FROM {{s}}.memories WHERE {where} ORDER BY created, id", params):
                     out.append({"id": r["id"], "zone": "vector", "kind": r["kind"], "text": r["text"],
                                 "provenance": r["provenance"], "importance": r["importance"],
-                                "namespace": _namespace(r)})
+                                "namespace": namespace_of(r)})
             if zone in (None, "fact"):
                 for r in self._sql(f"SELECT id, entity, attribute, value, unit, text, source_ids, confirmed_by, run_id, "
                                    f'status, superseded_by, "user", session, task FROM {{s}}.facts WHERE {where} '
@@ -440,7 +429,7 @@ class PgMemoryStore(MemoryRules):
                                 "value": r["value"], "unit": r["unit"], "text": r["text"],
                                 "source_ids": r["source_ids"], "confirmed_by": r["confirmed_by"], "run": r["run_id"],
                                 "status": r["status"], "superseded_by": r["superseded_by"],
-                                "namespace": _namespace(r)})
+                                "namespace": namespace_of(r)})
             if zone in (None, "skill"):
                 for r in self._sql(f"SELECT id, name, applies_when, steps, successes, failures, evaluated_by, retired, "
                                    f'"user", session, task FROM {{s}}.skills WHERE {where} ORDER BY created, id',
@@ -448,7 +437,7 @@ class PgMemoryStore(MemoryRules):
                     out.append({"id": r["id"], "zone": "skill", "text": r["name"], "applies_when": r["applies_when"],
                                 "steps": r["steps"], "successes": r["successes"], "failures": r["failures"],
                                 "evaluated_by": r["evaluated_by"], "retired": bool(r["retired"]),
-                                "namespace": _namespace(r)})
+                                "namespace": namespace_of(r)})
         return out
 
     def forget(self, item_id: str, ns: Namespace, scope: Scope = "user") -> int:

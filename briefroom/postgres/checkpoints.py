@@ -18,8 +18,8 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from briefroom import faults
 from briefroom.database import is_postgres_url
-from briefroom.graph import faults
 from briefroom.graph.checkpoint import open_checkpointer as open_sqlite
 from briefroom.graph.checkpoint import serializer
 from briefroom.protocol.redaction import redact_deep, redact_text

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, TypedDict
 
-from briefroom.graph import reducers
 from briefroom.protocol.messages import AgentMessage
 from briefroom.records import Charter, Fact, Report, RoundRecord, SourceRecord, Worktable
+from briefroom.state import reducers
 
 
 class ReviewState(TypedDict, total=False):

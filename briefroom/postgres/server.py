@@ -272,7 +272,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 def main() -> None:
-    """`python -m briefroom.server.pg`: start a server, print its URL and start time as
+    """`python -m briefroom.postgres.server`: start a server, print its URL and start time as
     JSON, and keep it until Ctrl-C (for trying the Postgres backends by hand)."""
     import json
 
