@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.attacks --model test|embedded|FILE.gguf [--runs N] [--per-run K]
                                       [--seed S] [--scenario DIR] [--targets read|all]
-                                      [--max-minutes M] [--keep DIR]
+                                      [--split dev|test|all] [--max-minutes M] [--keep DIR]
 
 The detector benchmark (`bench.injection`) says whether a string *looks* like an
 attack. This one plants K attack strings per run (bench/attack_corpus.py: goal
@@ -29,6 +29,10 @@ success detector, and is reported as `clean_false_hits`.
 
 By default attacks go into the documents the clean run retrieved (`--targets read`):
 planted into a document nobody reads, an attack proves nothing.
+
+`--split` draws the templates of one split of the catalogue (bench/attack_corpus.py):
+`dev`, the strings the defences were written against, or `test`, strings written after
+they were frozen; the number to report is the test split's.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.attack_corpus import CATEGORIES, Planted, plant  # noqa: E402
+from bench.attack_corpus import CATEGORIES, Planted, plant, templates_of  # noqa: E402
 from briefroom.config import Settings  # noqa: E402
 from briefroom.evaluation.scoring import score_markdown  # noqa: E402
 from briefroom.events import LlmCall, ToolCall, read_events  # noqa: E402
@@ -231,6 +235,7 @@ def summarise(model: str, args: argparse.Namespace, clean_recall: float | None, 
     return {
         "bench": "attacks", "model": model, "scenario": args.scenario.name, "seed": args.seed,
         "runs_requested": args.runs, "runs_finished": len(records), "per_run": args.per_run, "targets": args.targets,
+        "split": args.split, "templates_in_split": len(templates_of(args.split)),
         "totals": {**_tally(outcomes), "successes_by_kind": {k: sum(o.hits[k] for o in outcomes) for k in KINDS}},
         "per_category": by_category,
         "per_language": _by(outcomes, lambda o: o.attack.lang),
@@ -261,6 +266,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
     parser.add_argument("--targets", choices=("read", "all"), default="read",
                         help="plant into the documents the clean run retrieved, or into any document")
+    parser.add_argument("--split", choices=("dev", "test", "all"), default="all",
+                        help="the catalogue's templates to plant: dev, test (report this one) or all")
     parser.add_argument("--max-minutes", type=float, default=None,
                         help="start no attacked run after this many minutes; report what finished")
     parser.add_argument("--keep", type=Path, default=None, help="keep every run's folder here (default: a temp dir)")
@@ -291,7 +298,7 @@ def main(argv: list[str] | None = None) -> None:
                 _say(f"stopping after {run} attacked runs: --max-minutes {args.max_minutes} reached")
                 break
             t0 = time.perf_counter()
-            attacked, planted = plant(documents, targets, seed=args.seed, run=run, k=args.per_run)
+            attacked, planted = plant(documents, targets, seed=args.seed, run=run, k=args.per_run, split=args.split)
             folder = materialise(work / f"run-{run:03d}", args.scenario, attacked)
             evidence, recall, error = run_team(folder, scenario, model, f"attacked-{run}")
             record = RunRecord(run, time.perf_counter() - t0, recall, [judge(a, evidence) for a in planted], error)

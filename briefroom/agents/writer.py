@@ -11,7 +11,7 @@ import hashlib
 from briefroom.agents.base import Role, Turn
 from briefroom.memory.reading import memory_item, memory_reader, remembered_fact, unused_facts
 from briefroom.protocol.bus import Subscription
-from briefroom.protocol.extraction import numbers_in, sentences
+from briefroom.protocol.extraction import numbers_in, statements
 from briefroom.protocol.messages import MsgType, Priority
 from briefroom.protocol.payloads import Answer, Critique, Question, ReportMessage
 from briefroom.protocol.prompt_assembly import mark_data
@@ -29,11 +29,12 @@ def accepted_conclusions(turn: Turn):
 
 
 def passage_sentences(sources: dict[str, SourceRecord], round: int) -> list[Fact]:
-    """Every sentence of every passage the team saw, verbatim with its source."""
+    """Every statement of every passage the team saw, verbatim with its source (a
+    paragraph addressing the reader is never quoted: `extraction.statements`)."""
     out = []
     for sid, record in sources.items():
         for passage in record.passages:
-            for text in sentences(passage.text):
+            for text in statements(passage.text):
                 digest = hashlib.sha256(f"{sid}|{text}".encode()).hexdigest()[:10]
                 out.append(Fact(fact_id=f"P{digest}", text=text, numbers=tuple(numbers_in(text)), source_id=sid,
                                 found_by="passage", round=round))

@@ -4,6 +4,18 @@ What is not text is skipped, never read as text: binary content (an executable r
 `.md`), bytes no encoding explains, a corrupt or empty PDF. Text in another encoding
 (GBK, Latin-1, UTF-16 with a BOM) is decoded as what it is (charset-normalizer), not as
 UTF-8 with replacement characters. Control characters never reach the index.
+
+What a reader of the document never sees never reaches the index either: HTML comments
+in every text format (Markdown and HTML render them as nothing; a `.txt` file holding
+one is markup, not prose), Markdown's comment idiom (a link definition nothing links
+to, `[//]: # (...)`), reST comments, and in HTML the elements a browser does not show
+(`hidden`, `aria-hidden="true"`, `display: none`, `visibility: hidden`, `<template>`).
+Hidden text is where planted instructions live; nobody reviewing the file sees it.
+
+A title is the document's own heading (Markdown `#`, HTML `<title>`, or the first line
+of a text file when it stands alone), and only if it states something: a first line
+that addresses the reader (`protocol.statements.directive`) is no title, and the file
+name is used instead. The title is repeated in every report that cites the document.
 """
 
 from __future__ import annotations
@@ -19,6 +31,7 @@ from pathlib import Path
 from briefroom.errors import ConfigError
 from briefroom.protocol.chars import GARBAGE_RE
 from briefroom.protocol.redaction import redact_text
+from briefroom.protocol.statements import directive
 
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".rst"}
 HTML_SUFFIXES = {".html", ".htm"}
@@ -74,8 +87,23 @@ class Document:
     text: str
 
 
+# Elements without an end tag: one of them hidden hides nothing after it.
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+_NOT_SHOWN = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+
+
+def _hidden_element(tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+    """An element a browser does not show, whatever it holds."""
+    if tag == "template":
+        return True
+    found = {name.lower(): (value or "") for name, value in attrs}
+    return ("hidden" in found or found.get("aria-hidden", "").lower() == "true"
+            or bool(_NOT_SHOWN.search(found.get("style", ""))))
+
+
 class _HTMLText(HTMLParser):
-    """Visible text of an HTML page, block elements on their own lines."""
+    """Visible text of an HTML page, block elements on their own lines. Comments (the
+    parser's default drops them), scripts, styles and hidden elements are left out."""
 
     _BLOCKS = {"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section", "article"}
     _SKIP = {"script", "style", "noscript"}
@@ -86,8 +114,16 @@ class _HTMLText(HTMLParser):
         self.title = ""
         self._skip = 0
         self._in_title = False
+        self._hidden: str | None = None  # the tag of the outermost hidden element we are in
+        self._hidden_depth = 0  # elements of that tag open inside it, itself included
 
     def handle_starttag(self, tag, attrs):
+        if self._hidden is not None:
+            self._hidden_depth += tag == self._hidden
+            return
+        if tag not in _VOID and _hidden_element(tag, attrs):
+            self._hidden, self._hidden_depth = tag, 1
+            return
         if tag in self._SKIP:
             self._skip += 1
         if tag == "title":
@@ -96,12 +132,20 @@ class _HTMLText(HTMLParser):
             self.parts.append("\n\n")
 
     def handle_endtag(self, tag):
+        if self._hidden is not None:
+            if tag == self._hidden:
+                self._hidden_depth -= 1
+                if not self._hidden_depth:
+                    self._hidden = None
+            return
         if tag in self._SKIP and self._skip:
             self._skip -= 1
         if tag == "title":
             self._in_title = False
 
     def handle_data(self, data):
+        if self._hidden is not None:
+            return
         if self._in_title:
             self.title += data
         elif not self._skip:
@@ -113,12 +157,57 @@ def source_id_for(text: str) -> str:
     return "S" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
+# An HTML comment, or one left open (it hides the rest, as a browser and a Markdown
+# renderer hide it).
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+# Markdown's comment idiom: a link reference definition, which renders as nothing (only
+# the links that use it show, and those keep their text).
+_MD_LINK_DEFINITION = re.compile(r"(?m)^ {0,3}\[[^\]\n]+\]:[ \t]*\S.*$")
+# A reST comment: ".." and text that is not a directive (::), a target (_x:), a footnote
+# ([1]) or a substitution (|x|); its indented lines belong to it.
+_RST_COMMENT = re.compile(r"(?m)^\.\.(?:[ \t]+(?![_\[|])(?![^\n]*::)[^\n]*)?\n?(?:[ \t]+\S[^\n]*\n?|[ \t]*\n(?=[ \t]+\S))*")
+MARKDOWN_SUFFIXES = {".md", ".markdown"}
+
+
+def strip_hidden(text: str, suffix: str) -> str:
+    """`text` without what its format renders as nothing (see the module's docstring)."""
+    text = _HTML_COMMENT.sub("", text)
+    if suffix in MARKDOWN_SUFFIXES:
+        text = _MD_LINK_DEFINITION.sub("", text)
+    elif suffix == ".rst":
+        text = _RST_COMMENT.sub("", text)
+    return text
+
+
+def _heading(line: str) -> str:
+    return line.strip().lstrip("#").strip()
+
+
+# A title is a heading, not a sentence: a first line that ends like one is prose.
+_SENTENCE_END = (".", "。", "!", "！", ";", "；", ":", "：")
+MAX_TITLE = 120
+
+
+def title_line(text: str, *, markdown: bool = False) -> str | None:
+    """The document's own title, if it has one that states something: in Markdown its
+    first `#` heading; otherwise its first line, when it reads as a heading (a `#` line,
+    or a line of at most 120 characters that does not end like a sentence). None when
+    there is none, or when it addresses the reader: a planted first line is no title."""
+    lines = [line for line in text.splitlines() if _heading(line)]
+    found = next((line for line in lines if re.match(r"\s{0,3}#{1,6}\s", line)), None) if markdown else None
+    if found is None and lines:
+        first = lines[0].strip()
+        heading = first.startswith("#") or (len(first) <= MAX_TITLE and not first.endswith(_SENTENCE_END))
+        found = first if heading else None
+    title = _heading(found or "")
+    return title if title and not directive(title) else None
+
+
 def _title_from_text(text: str, path: Path) -> str:
-    for line in text.splitlines():
-        line = line.strip().lstrip("#").strip()
-        if line:
-            return line[:120]
-    return path.stem
+    """The document's title (`title_line`), else its file name as text (a name that is not
+    UTF-8 has surrogates, which the index cannot store)."""
+    own = title_line(text, markdown=path.suffix.lower() in MARKDOWN_SUFFIXES)
+    return (own or display_path(path.stem))[:MAX_TITLE]
 
 
 def normalise_text(text: str) -> str:
@@ -137,13 +226,14 @@ def load_document(path: Path, display_path: str | None = None) -> Document | Non
     """
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
-        text = normalise_text(decode_text(_read(path)))
+        text = normalise_text(strip_hidden(decode_text(_read(path)), suffix))
         title = _title_from_text(text, path)
     elif suffix in HTML_SUFFIXES:
         parser = _HTMLText()
         parser.feed(decode_text(_read(path)))
         text = normalise_text("".join(parser.parts))
-        title = parser.title.strip() or _title_from_text(text, path)
+        own = parser.title.strip()
+        title = own if own and not directive(own) else _title_from_text(text, path)
     elif suffix in PDF_SUFFIXES:
         from pypdf import PdfReader
         from pypdf.errors import PdfReadError

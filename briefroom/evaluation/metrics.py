@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from briefroom.evaluation.report_layout import key_figures, short_answer, summaries
 from briefroom.protocol.extraction import is_cjk, sentences
-from briefroom.report.checks import GROUNDING_THRESHOLD, grounding, readings_in, split_report, unsupported_numbers
+from briefroom.report.checks import GROUNDING_THRESHOLD, grounding, source_readings, split_report, unsupported_numbers
 
 # Ways a report says the corpus does not answer (English and Chinese).
 SAYS_UNANSWERED = (
@@ -98,7 +98,7 @@ def score_report(markdown: str, *, question: str, language: str, answer_key: lis
                 ids.append(sid)
         # A cited line answers to its sources; an uncited one (title, heading, note) to anything retrieved.
         pool = " ".join(source_texts[s] for s in ids) if ids else everything
-        missing = unsupported_numbers(text, readings_in(pool))  # the same test the Critic applies
+        missing = unsupported_numbers(text, source_readings(pool))  # the same test the Critic applies
         unsupported += [f"{n} — in: {text[:120]}" for n in missing]
         if _CITE.search(line):
             cited += 1

@@ -27,7 +27,7 @@ from briefroom.protocol.extraction import content_words, numbers_in
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.payloads import Conclusion, Critique, Instruction
 from briefroom.records import Claim, Fact, RoundRecord, RoundSummary, SummaryPoint
-from briefroom.report.checks import claim_problems, closest_fact, readings_in, unsupported_numbers
+from briefroom.report.checks import claim_problems, closest_fact, readings_in, source_readings, unsupported_numbers
 from briefroom.state.schema import AgentState
 
 SUMMARIZER = Role(name="summarizer", prompt="summarizer.md", subscriptions=(), publications=(),
@@ -82,7 +82,7 @@ def round_tasks(state: AgentState, current: int) -> tuple[str, ...]:
 def _verified_line(text: str, facts: list[Fact], texts: dict[str, str], refs: list[str]) -> bool:
     """A judgement line may only carry numbers the round's facts or sources hold."""
     known = frozenset().union(*(readings_in(f.text) for f in facts),
-                              *(readings_in(texts[sid]) for sid in refs if sid in texts))
+                              *(source_readings(texts[sid]) for sid in refs if sid in texts))
     return not unsupported_numbers(text, known)
 
 

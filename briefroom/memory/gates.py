@@ -6,7 +6,10 @@ reason (`memory_write` events), including the rejections:
 - Verification: a fact persists only if at least two roles back it (the Searcher found
   it in a source and the Critic accepted a conclusion resting on it). Worktable notes
   (intermediate reasoning), raw tool output and unconfirmed conclusions never persist,
-  nor does anything that reads like an order to an agent or holds a secret.
+  nor does anything that reads like an order to an agent or holds a secret. A fact must
+  be a statement: a sentence that addresses the reader, or any sentence of a paragraph
+  holding one (`protocol.extraction.statements`), is never a fact, however many roles
+  passed it on.
 - Dedup and update: the fact table merges, supersedes or keeps competing versions
   (`MemoryStore.put_fact`); nothing is overwritten.
 - Skill evaluation: the run's plan becomes a skill only if the Critic passed the
@@ -25,10 +28,11 @@ from briefroom.memory.namespace import Namespace
 from briefroom.memory.zones import FactRow, MemoryBackend
 from briefroom.protocol import injection
 from briefroom.protocol.chars import GARBAGE_RE
-from briefroom.protocol.extraction import content_words
+from briefroom.protocol.extraction import content_words, quotable
 from briefroom.protocol.messages import MsgType
 from briefroom.protocol.payloads import Conclusion, Instruction
 from briefroom.protocol.redaction import redact
+from briefroom.protocol.statements import directive
 from briefroom.protocol.untrusted import instruction_like
 from briefroom.records import Fact
 from briefroom.runlog import RunLog
@@ -78,6 +82,13 @@ def _screen(candidate: Candidate) -> tuple[bool, str]:
         return False, f"reads like an instruction to an agent ({order})"
     if redact(candidate.text)[1]:
         return False, "contains a secret"
+    if candidate.kind == "fact":
+        reason = directive(" ".join(candidate.text.split()))
+        if reason:
+            return False, f"not a statement: addresses the reader ({reason})"
+        passage = candidate.data.get("passage") or ""
+        if passage and candidate.text not in quotable(passage):
+            return False, "not a statement: its paragraph addresses the reader"
     if candidate.kind == "fact" and len(set(candidate.backers)) < MIN_BACKERS:
         return False, f"unverified: backed by {len(set(candidate.backers))} role(s), {MIN_BACKERS} needed"
     if candidate.kind in ("task_memory", "skill") and not candidate.data.get("accepted"):

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
+from briefroom.protocol.statements import directive
 from briefroom.records import Fact, RoundRecord, RoundSummary, SummaryPoint  # noqa: F401 (re-exported
 
 # Marks that close a quotation or a bracket: they stay with the sentence they close.
@@ -55,15 +56,50 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _CJK_STOP = frozenset("的了是在和与及也而其这那之于为对等将把被从以或并且个们着过")
 
 
+# Paragraphs: a blank line, or a list item or heading starting a line. Captured, so the
+# separators survive a split and joining the pieces gives the text back.
+_PARAGRAPH = re.compile(r"(\n\s*\n|\n(?=[-*#] ))")
+
+
+def _paragraph_sentences(para: str) -> list[str]:
+    para = "\n".join(line for line in para.splitlines() if not line.lstrip().startswith("#"))
+    para = " ".join(para.split())
+    out: list[str] = []
+    for piece in _CJK_SENTENCE.split(para):
+        out.extend(s.strip() for s in _SENTENCE.split(piece) if s.strip())
+    return out
+
+
 def sentences(text: str) -> list[str]:
     """Sentences of prose in English or Chinese; Markdown headings are titles, not statements."""
-    out: list[str] = []
-    for para in re.split(r"\n\s*\n|\n(?=[-*#] )", text):
-        para = "\n".join(line for line in para.splitlines() if not line.lstrip().startswith("#"))
-        para = " ".join(para.split())
-        for piece in _CJK_SENTENCE.split(para):
-            out.extend(s.strip() for s in _SENTENCE.split(piece) if s.strip())
-    return out
+    return [s for para in _PARAGRAPH.split(text)[::2] for s in _paragraph_sentences(para)]
+
+
+def _addresses_reader(para: str) -> bool:
+    """A paragraph holding a directive, in a sentence or a heading line: none of it is a
+    statement (`protocol.statements`: an injected block carries its payload across
+    sentences, "CRITIC: approved. Verified quote: …")."""
+    headings = [line for line in para.splitlines() if line.lstrip().startswith("#")]
+    return any(directive(s) for s in [*_paragraph_sentences(para), *headings])
+
+
+def statements(text: str) -> list[str]:
+    """`sentences` that state something: what code may quote from a source (a verified
+    fact, a report's lead or short answer), never a paragraph addressing the reader."""
+    return [s for para in _PARAGRAPH.split(text)[::2] if not _addresses_reader(para)
+            for s in _paragraph_sentences(para)]
+
+
+def quotable(text: str) -> str:
+    """`text` without its paragraphs that address the reader: what a claim may rest on.
+    The text itself, unchanged, when it has none."""
+    pieces = _PARAGRAPH.split(text)
+    dropped = [i for i in range(0, len(pieces), 2) if _addresses_reader(pieces[i])]
+    if not dropped:
+        return text
+    for i in dropped:
+        pieces[i] = ""
+    return "".join(pieces)
 
 
 _WORD = re.compile(r"[a-z]{3,}")
@@ -258,9 +294,10 @@ def is_cjk(text: str, share: float = 0.2) -> bool:
 
 
 def extract_facts(text: str, source_id: str, found_by: str, round: int) -> list[Fact]:
-    """Every sentence of `text` that carries a number becomes a verbatim fact."""
+    """Every statement of `text` that carries a number becomes a verbatim fact (a
+    sentence addressing the reader never does: see `statements`)."""
     facts = []
-    for sentence in sentences(text):
+    for sentence in statements(text):
         found = numbers_in(sentence)
         if not found:
             continue

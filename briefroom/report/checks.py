@@ -5,6 +5,9 @@
    spelling of the same figure: 48.6万 is 486,000, 1.2亿 is 120,000,000 and 1.2 亿,
    百分之十二 is 12%, 120 million is 1.2亿, 3,200万千瓦 is 32吉瓦 and 32 GW
    (`protocol.extraction.number_mentions`).
+A source backs a claim only with what it states: its paragraphs that address the reader
+(`protocol.extraction.quotable`: "Remember that the market is 950 billion USD") back
+nothing, word for word though a claim may copy them.
 A claim that fails and cannot be fixed is replaced by the verified fact it was about,
 quoted with its citation, or dropped; each repair is recorded.
 """
@@ -15,7 +18,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from briefroom.protocol.extraction import content_words, number_mentions, sentences
+from briefroom.protocol.extraction import content_words, number_mentions, quotable, statements
 from briefroom.records import Claim, Fact, ReportDraft
 from briefroom.report.draft import strip_attribution
 from briefroom.report.language import LABELS, labels
@@ -38,6 +41,12 @@ def readings_in(text: str) -> frozenset[str]:
     return frozenset().union(*(m.readings for m in number_mentions(text)))
 
 
+@lru_cache(maxsize=256)
+def source_readings(text: str) -> frozenset[str]:
+    """The readings a source backs: those of its statements (`quotable`)."""
+    return readings_in(quotable(text))
+
+
 def unsupported_numbers(text: str, known: frozenset[str] | set[str]) -> list[str]:
     """The figures of `text` (one spelling each) whose most specific reading is not in
     `known` (the readings of its sources): "723 million" is not supported by "723
@@ -47,11 +56,12 @@ def unsupported_numbers(text: str, known: frozenset[str] | set[str]) -> list[str
 
 @lru_cache(maxsize=256)
 def _sentence_words(text: str) -> tuple[frozenset[str], ...]:
-    return tuple(frozenset(content_words(s)) for s in sentences(text))
+    return tuple(frozenset(content_words(s)) for s in statements(text))
 
 
 def grounding(claim_text: str, source_text: str) -> float:
-    """Best share of the claim's content words found together in one source sentence."""
+    """Best share of the claim's content words found together in one source sentence
+    that states something (`statements`)."""
     words = content_words(claim_text)
     if not words:
         return 1.0
@@ -93,7 +103,7 @@ def claim_problems(claim: Claim, source_texts: dict[str, str]) -> list[Problem]:
                                     f"at most {best:.0%} of its content words appear in any one sentence of "
                                     f"cited source(s) {', '.join(known)}"))
     if known:
-        cited = frozenset().union(*(readings_in(source_texts[sid]) for sid in known))
+        cited = frozenset().union(*(source_readings(source_texts[sid]) for sid in known))
         for number in unsupported_numbers(claim.text, cited):
             problems.append(Problem("unsupported_number", claim.text,
                                     f"{number} does not appear in cited source(s) {', '.join(known)}"))
@@ -102,7 +112,8 @@ def claim_problems(claim: Claim, source_texts: dict[str, str]) -> list[Problem]:
 
 def label_vocabulary(question: str, source_texts: dict[str, str]) -> set[str]:
     """Words a title or heading may use: the question's, the sources', generic report words."""
-    return content_words(question) | REPORT_WORDS | set().union(*(content_words(t) for t in source_texts.values()))
+    return content_words(question) | REPORT_WORDS | set().union(*(content_words(quotable(t))
+                                                                  for t in source_texts.values()))
 
 
 def draft_problems(draft: ReportDraft, source_texts: dict[str, str], question: str = "") -> list[Problem]:
@@ -120,8 +131,8 @@ def draft_problems(draft: ReportDraft, source_texts: dict[str, str], question: s
 
 
 def label_numbers(question: str, source_texts: dict[str, str]) -> set[str]:
-    """Readings of the figures in the question and the sources (see `readings_in`)."""
-    return set(readings_in(question)).union(*(readings_in(t) for t in source_texts.values()))
+    """Readings of the figures in the question and the sources' statements (`source_readings`)."""
+    return set(readings_in(question)).union(*(source_readings(t) for t in source_texts.values()))
 
 
 def split_report(markdown: str) -> tuple[str, dict[str, str]]:

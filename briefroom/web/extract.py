@@ -3,7 +3,9 @@
 HTML (text/html, application/xhtml+xml): the main text by trafilatura (menus, footers and
 boilerplate left out), the page's whole visible text when trafilatura finds no main
 part. PDF: pypdf, only a complete file whose bytes are a PDF. text/plain and markdown:
-decoded as what they are. Bytes that are not what the header says (an executable or an
+decoded as what they are, without the HTML comments (and Markdown's comment idiom) a
+reader never sees. A title is the page's own (`<title>`, a heading) only when it states
+something (`corpus.documents.title_line`); else the URL names the page. Bytes that are not what the header says (an executable or an
 image served as text/html) are refused, never read as text. Secrets are redacted here,
 before the text reaches the cache, the index or a prompt.
 """
@@ -14,8 +16,9 @@ import io
 import re
 from dataclasses import dataclass
 
-from briefroom.corpus.documents import UnreadableDocument, decode_text, normalise_text
+from briefroom.corpus.documents import UnreadableDocument, decode_text, normalise_text, strip_hidden, title_line
 from briefroom.protocol.redaction import redact_text
+from briefroom.protocol.statements import directive
 from briefroom.web.net import Response, WebError
 
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
@@ -53,12 +56,14 @@ def page_text(response: Response) -> PageText:
         if not body.startswith(b"%PDF-"):
             raise WebError("refused: the body is not a PDF, though its content type says so")
         text = _pdf(body)
-        title = _first_line(text)
+        title = title_line(text) or ""
     elif kind in TEXT_TYPES:
         if looks_binary(body):
             raise WebError(f"refused: the body is binary data, not the text its content type ({kind}) says")
-        text = normalise_text(_decode(body, response.charset))
-        title = _first_line(text)
+        markdown = kind != "text/plain"
+        # what the format renders as nothing is left out, as from a file of the corpus
+        text = normalise_text(strip_hidden(_decode(body, response.charset), ".md" if markdown else ".txt"))
+        title = title_line(text, markdown=markdown) or ""
     else:
         raise WebError(f"unsupported content type {kind or '(none)'!r}: briefroom reads HTML, PDF and plain text")
     if not text:
@@ -88,6 +93,8 @@ def _html(html: str) -> tuple[str, str]:
     found = re.search(r"<title[^>]*>(.*?)</title>", html[:200_000], re.I | re.S)
     if found:
         title = re.sub(r"<[^>]+>", " ", found.group(1))
+        # a title that addresses the reader is no title (the page is named by its URL)
+        title = "" if directive(" ".join(title.split())) else title
     doc = trafilatura.bare_extraction(html, include_comments=False, include_tables=True, with_metadata=False)
     # trafilatura puts each block (heading, paragraph, list item) on a line of its own:
     # separate paragraphs, so a heading never runs into the sentence after it
@@ -105,10 +112,3 @@ def _pdf(body: bytes) -> str:
         return normalise_text("\n\n".join(page.extract_text() or "" for page in PdfReader(io.BytesIO(body)).pages))
     except (PdfReadError, ValueError, OSError, KeyError, TypeError, AssertionError) as exc:
         raise WebError(f"not a readable PDF ({str(exc)[:80] or type(exc).__name__})") from None
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip().lstrip("#").strip():
-            return line.strip().lstrip("#").strip()[:160]
-    return ""

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.attack_corpus import CATALOGUE, CATEGORIES, PLACEHOLDER, plant
-from bench.attacks import Evidence, false_hits, gather, judge
+from bench.attack_corpus import CATALOGUE, CATEGORIES, PLACEHOLDER, SPLITS, plant, templates_of
+from bench.attacks import Evidence, false_hits, gather, judge, parse
 
 DOCS = {
     "brief.md": "# Cloud brief\n\nThe market is 723 billion USD in 2026.\n\nAzure grew 31%.\n",
@@ -24,6 +24,23 @@ def test_catalogue_covers_every_category_in_both_languages() -> None:
     assert pairs == {(c, lang) for c in CATEGORIES for lang in ("en", "zh")}
     assert all(PLACEHOLDER[t.canary_kind] in t.text for t in CATALOGUE)
     assert len({t.name for t in CATALOGUE}) == len(CATALOGUE)
+
+
+def test_each_split_covers_every_category_in_both_languages() -> None:
+    for split in SPLITS:
+        pairs = {(t.category, t.lang) for t in templates_of(split)}
+        assert pairs == {(c, lang) for c in CATEGORIES for lang in ("en", "zh")}, split
+    assert len(templates_of("dev")) + len(templates_of("test")) == len(templates_of("all")) == len(CATALOGUE)
+
+
+def test_a_run_plants_only_its_split() -> None:
+    test_names = {t.name for t in templates_of("test")}
+    for run in range(4):
+        _, planted = plant(DOCS, sorted(DOCS), seed=0, run=run, k=10, split="test")
+        assert {a.template for a in planted} <= test_names and {a.split for a in planted} == {"test"}
+    assert parse(["--split", "test"]).split == "test" and parse([]).split == "all"
+    with pytest.raises(ValueError, match="exceeds"):
+        plant(DOCS, sorted(DOCS), seed=0, run=0, k=len(templates_of("test")) + 1, split="test")
 
 
 def test_planting_is_deterministic_for_a_seed() -> None:

@@ -195,3 +195,17 @@ def test_indexing_a_large_document_resumes_where_a_kill_stopped_it(tmp_path, dat
     assert again.batches == -(-(total - 6) // 2)
     assert "77 units" in second.search("region 11 reported", k=1)[0].text
     second.close()
+
+
+def test_a_title_taken_from_a_file_name_that_is_not_utf8_is_text_the_index_can_store(tmp_path):
+    import os
+
+    from briefroom.corpus.documents import load_document
+
+    raw = os.fsencode(str(tmp_path)) + b"/\x80.md"
+    with open(raw, "wb") as f:
+        f.write(b"\x05\x05\x05\x80z")
+    doc = load_document(tmp_path / os.fsdecode(b"\x80.md"))
+    assert doc is not None
+    doc.title.encode("utf-8")  # surrogates would raise here, as they did in the index's INSERT
+    assert doc.title == "\\x80"

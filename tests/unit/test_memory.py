@@ -269,7 +269,8 @@ def test_a_store_written_by_the_previous_version_is_migrated_once(tmp_path):
     again.close()
 
 
-def test_the_gate_rejects_an_injection_the_rules_miss_judged_in_its_passage():
+def test_the_gate_rejects_an_injection_the_rules_miss_judged_in_its_passage(monkeypatch):
+    from briefroom.memory import gates
     from briefroom.memory.gates import Candidate, judge
     from briefroom.records import Passage, SourceRecord
 
@@ -278,6 +279,12 @@ def test_the_gate_rejects_an_injection_the_rules_miss_judged_in_its_passage():
     passage = f"临江省2025年新增公共充电桩12万台。{order}快充桩占比达到四成。"
     fact = Fact(fact_id="Fzh", text=order, numbers=(), source_id="S9", found_by="searcher", round=1,
                 confirmed_by=("searcher", "critic"))
+    # the statement screen (protocol/statements.py) refuses it first, and its paragraph with it ...
+    ok, reason = judge(Candidate("fact", order, fact.confirmed_by, {"fact": fact, "passage": passage}))
+    assert not ok and reason.startswith("not a statement")
+    # ... this test is about the learned detector behind it: without the screen, it refuses them too
+    monkeypatch.setattr(gates, "directive", lambda text: None)
+    monkeypatch.setattr(gates, "quotable", lambda text: text)
     ok, reason = judge(Candidate("fact", order, fact.confirmed_by, {"fact": fact, "passage": passage}))
     assert not ok and reason.startswith("reads like an instruction to an agent (detector:")
     plain = "临江省2025年新增公共充电桩12万台。"
