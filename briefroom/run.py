@@ -1,6 +1,9 @@
 """One research run, start to finish, and its resumption: the library entry points.
 
-settings -> charter -> corpus index -> memory -> models -> graph -> run directory.
+`execute_run` is the one composition root: the CLI, the job worker, replays and the
+served graph all build and finish their runs through it, in named steps (team ->
+checkpointed thread -> log and charter -> corpus index -> memory -> models -> run
+context -> graph -> finish).
 Whatever happens, the run directory keeps what was done: `run.json` says how the run
 stands, the run log is flushed per line, and the LangGraph checkpoint (durability
 "sync") holds the state after every node, with the ledger of what the run did outside
@@ -22,9 +25,9 @@ import traceback
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from langgraph.types import Command
+from langgraph.types import Command, StateSnapshot
 
 from briefroom import runs
 from briefroom.agents.base import Role
@@ -40,7 +43,7 @@ from briefroom.graph.builder import build_graph
 from briefroom.graph.routing import ROUND_END
 from briefroom.graph.summary import SUMMARIZER
 from briefroom.llm import ModelPool, build_pool, embedded_model_file, embedded_slots, needs_embedded_server
-from briefroom.mcp.servers import open_servers
+from briefroom.mcp.servers import McpServers, open_servers
 from briefroom.memory.gates import apply_gates
 from briefroom.memory.namespace import Namespace, default_user
 from briefroom.memory.reading import memory_tool, read_memory, remembered_facts
@@ -51,6 +54,7 @@ from briefroom.models.served_tokens import COUNTS_FILE, RecordedTokenCounter, Se
 from briefroom.protocol import injection
 from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter, encoding_for_model
+from briefroom.protocol.bus import Bus
 from briefroom.protocol.messages import MsgType, Priority, make_message
 from briefroom.protocol.payloads import Instruction
 from briefroom.protocol.prompt_assembly import Item
@@ -68,7 +72,7 @@ from briefroom.review import (
     pending_request,
     save_recorded_review,
 )
-from briefroom.runlog import RunLog
+from briefroom.runlog import MovedAside, RunLog
 from briefroom.state.schema import AgentState
 from briefroom.stores import open_checkpoints, open_index
 from briefroom.stores import open_memory as _memory_store
@@ -163,6 +167,7 @@ def initial_state(charter: Charter, planner: str, facts: list[Fact] | None = Non
 
 
 ProgressFn = Callable[[Progress], None]
+UpdateFn = Callable[[dict[str, Any]], None]  # a node's update, as the graph streams it
 TRANSCRIPT_FILE = "tool-outputs.jsonl"
 
 
@@ -180,9 +185,14 @@ def clean_question(question: str) -> str:
 
 
 def run_research(request: ResearchRequest, settings: Settings, progress: ProgressFn | None = None,
-                 stop_after_round: int | None = None) -> RunResult:
+                 stop_after_round: int | None = None, *, on_update: UpdateFn | None = None) -> RunResult:
     """A new run in a new run directory. `stop_after_round=K` pauses it, checkpointed,
     once round K has ended (`replay --until-round`); `resume_research` goes on from there."""
+    return execute_run(new_run(request, settings), RunHooks(progress, on_update), stop_after_round)
+
+
+def new_run(request: ResearchRequest, settings: Settings) -> RunLaunch:
+    """A new run's directory and run.json, after the checks that need no run directory."""
     request = replace(request, question=clean_question(request.question))
     if not request.corpus and not settings.web:
         raise ConfigError("no corpus: pass --corpus DIR (a folder of md, txt, html or pdf files), or --web")
@@ -207,7 +217,7 @@ def run_research(request: ResearchRequest, settings: Settings, progress: Progres
                             recording=request.record is not None, thread_id=_thread_id(request, run_dir, settings),
                             namespace=asdict(namespace) if namespace else None)
     runs.save(run_dir, record)
-    return _execute(run_dir, record, settings, request, progress, stop_after_round)
+    return RunLaunch(run_dir, record, settings, request)
 
 
 def _thread_id(request: ResearchRequest, run_dir: Path, settings: Settings) -> str:
@@ -220,11 +230,21 @@ def _thread_id(request: ResearchRequest, run_dir: Path, settings: Settings) -> s
 
 def resume_research(run_dir: Path, overrides: dict[str, Any] | None = None, progress: ProgressFn | None = None,
                     *, live: bool = False, models: ModelPool | None = None, tools: dict[str, Any] | None = None,
-                    stop_after_round: int | None = None, reviewer: Reviewer | None = None) -> RunResult:
+                    stop_after_round: int | None = None, reviewer: Reviewer | None = None,
+                    on_update: UpdateFn | None = None) -> RunResult:
     """Continue a run from its last checkpoint, after a crash, Ctrl-C, a dead endpoint or
     a FatalBreaker whose cause was fixed (`overrides`, e.g. {"max_tokens": 60000}).
     A replay continues with its cassette, or with a live model when `live` is set.
     A run paused at a question for its user is asked again, through `reviewer`."""
+    launch = resumed_run(run_dir, overrides, live=live, models=models, tools=tools, reviewer=reviewer)
+    return execute_run(launch, RunHooks(progress, on_update), stop_after_round)
+
+
+def resumed_run(run_dir: Path, overrides: dict[str, Any] | None = None, *, live: bool = False,
+                models: ModelPool | None = None, tools: dict[str, Any] | None = None,
+                reviewer: Reviewer | None = None) -> RunLaunch:
+    """A run directory's run, as run.json says it was asked, with the settings changed
+    where `overrides` says."""
     record = runs.load(run_dir)
     if record.recording:
         raise ConfigError("a recording cannot be resumed (its cassette would have a hole); record it again")
@@ -245,153 +265,314 @@ def resume_research(run_dir: Path, overrides: dict[str, Any] | None = None, prog
                               replay_handles=replay_handles, models=models, tools=dict(tools or {}),
                               scenario=scenario, reviewer=reviewer)
     record.settings = runs.settings_for_record(settings)
-    return _execute(run_dir, record, settings, request, progress, stop_after_round)
+    return RunLaunch(run_dir, record, settings, request)
 
 
-def _execute(run_dir: Path, record: runs.RunRecord, settings: Settings, request: ResearchRequest,
-             progress: ProgressFn | None, stop_after_round: int | None) -> RunResult:
-    roles = discover(request.roles_dirs)
-    unknown = sorted(set(settings.role_models) - {r.name for r in roles} - {"summarizer"})
-    if unknown:  # a typo would otherwise run every role on the default model without a word
-        raise ConfigError(f"--role-model names no role of this team: {', '.join(unknown)} (roles: "
-                          f"{', '.join([r.name for r in roles] + ['summarizer'])})")
-    bus = bus_for(roles)
-    namespace = Namespace(**record.namespace) if record.namespace else None
-    recorder = Cassette() if request.record else None
-    index: CorpusIndex | None = None
-    memory: MemoryBackend | None = None
-    log: RunLog | None = None
-    clock = time.monotonic()
-    ctx: RunContext | None = None
-
-    def say(at_round: int, agent: str, step: str) -> None:
-        if progress:
-            progress(Progress(at_round, agent, step, ctx.tokens_used if ctx else 0, settings.max_tokens,
-                              round(time.monotonic() - clock, 1)))
-
+def execute_run(launch: RunLaunch, hooks: RunHooks | None = None, stop_after_round: int | None = None) -> RunResult:
+    """The one composition root: every run (`briefroom research` and `resume`, a queued
+    job, a served run) is built and finished here, in named steps: the team; its
+    checkpointed thread; the log and charter; the stores (corpus index, memory); the
+    models; the run context and the graph's input; then the graph runs, and the run is
+    paused or finished. However the run ends, run.json and the log say how
+    (`_record_ending`)."""
+    hooks = hooks or RunHooks()
+    run_dir, record = launch.run_dir, launch.record
+    watch = _Watch(launch.settings, hooks.progress)
+    team = _team(launch.request, launch.settings)
     with contextlib.ExitStack() as stack:
         stack.enter_context(_exclusive(run_dir))  # (outside the try: run.json may be another process's)
         try:  # a database that refuses the run ends it here, recorded as failed, never left `running`
-            if not settings.database_url:  # the server backend keeps no store in the data directory
-                stack.enter_context(data_dir_in_use(settings.data_dir))
-            # Checkpoints in the run directory, or in PostgreSQL with --database-url, where a
-            # worker on another machine can resume the run (briefroom/postgres/checkpoints.py).
-            had_checkpoints = bool(settings.database_url) or (run_dir / "checkpoints.sqlite").is_file()
-            saver = open_checkpoints(settings.database_url or run_dir / "checkpoints.sqlite")
-            stack.callback(saver.conn.close)
-            # MCP servers start before the graph: the roles they serve are offered their tools
-            mcp_servers = stack.enter_context(open_servers(settings.mcp_config))
-            roles = mcp_servers.offer_to(roles)
-            graph = build_graph(roles, bus, checkpointer=saver, parallel=settings.parallel)
-            config = {"configurable": {"thread_id": record.thread_id}, "recursion_limit": 60 * settings.rounds,
-                      "max_concurrency": settings.parallel}
-            snapshot = graph.get_state(config)
-            # The first checkpoint holds only the pending input: a run killed there has not
-            # started; it starts over in place, on a clean thread.
-            resumed = "charter" in snapshot.values
-            if not resumed:
-                saver.delete_thread(record.thread_id)
+            thread = _open_thread(launch, team, stack)
         except BaseException as exc:
             _record_ending(run_dir, record, None, exc)
             raise
+        log: RunLog | None = None
         try:
             runs.update(run_dir, record, status="running", error=None, resumable=True)
-            if resumed:
-                ledger = snapshot.values.get("ledger", {})
-                log, moved = RunLog.reopen(run_dir / "run.jsonl", int(ledger.get("log_seq", 0)))
-                charter = snapshot.values["charter"]
-            else:  # a new run, or one that stopped before its first checkpoint: start over in place
-                log, moved = RunLog.reopen(run_dir / "run.jsonl", 0)
-                if moved.lines and not had_checkpoints:  # work was logged, its checkpoints are gone: say so
-                    # (killed before the first step's checkpoint, a run has not started: it starts over quietly)
-                    notice = (f"starting over (checkpoints.sqlite is missing); the earlier log ({moved.lines} events) "
-                              "is in run.interrupted.jsonl")
-                    say(0, "resume", notice)
-                    log.event("run_restart", reason=notice, moved_lines=moved.lines)
-                charter = make_charter(request, settings, roles)
-                (run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
-            started = time.perf_counter()
-            index = open_index(settings)
-            stack.callback(index.close)
-            stats = _index_corpus(index, request.corpus, say, web=settings.web)
-            if namespace is not None:
-                memory = _memory_store(settings, index.embedder)
-                stack.callback(memory.close)
-                # The gates' injection detector loads a 2 s model: load it while the run works.
-                threading.Thread(target=injection.preload, name="preload-injection-detector", daemon=True).start()
-            memory_items: list[Item]
-            if resumed:
-                memory_items = _load_memory_items(run_dir)
-                # How the previous attempt ended, in one line; its events are in run.interrupted.jsonl.
-                log.write(RunResume(round=snapshot.values.get("round"), next=list(snapshot.next),
-                                    moved_lines=moved.lines, after=moved.stop or ResumedAfter(event="killed"),
-                                    documents=stats.documents, settings=record.settings))
-                graph_input: Any = None
-            else:
-                log.event("run_start", question=charter.goal, rounds=charter.max_rounds, roles=[r.name for r in roles],
-                          corpus=[str(p) for p in request.corpus])
-                log.event("index", documents=stats.documents, embedded_chunks=stats.embedded_chunks,
-                          reused_documents=stats.reused_documents, seconds=round(time.perf_counter() - started, 3),
-                          skipped=[{"path": s.path, "reason": s.reason} for s in stats.skipped])
-                memory_items = []
-                used_skills: list[str] = []
-                recalled: list[Recalled] = []
-                if memory is not None and namespace is not None:
-                    memory_items, used_skills, recalled = read_memory(memory, namespace, settings, charter.goal, log)
-                _save_memory_items(run_dir, memory_items)
-                runs.update(run_dir, record, used_skills=used_skills)
-                known_facts, known_sources = remembered_facts(recalled, index)
-            pool = _model_pool(settings, request, [r.name for r in roles] + [SUMMARIZER.name], run_dir, stack,
-                               log, say, recorder)
-            store = ArtifactStore(run_dir / "artifacts")
-            tools = {**corpus_tools(index), "read_artifact": artifact_tool(store)}
-            if settings.web:
-                assert isinstance(index, WebIndex)
-                web = build_web(index, settings.data_dir, provider=settings.search_provider,
-                                searxng_url=settings.searxng_url, allow_domains=settings.allow_domains,
-                                deny_domains=settings.deny_domains, allow_addresses=settings.web_allow_addresses,
-                                interval=settings.web_interval)
-                stack.callback(web.close)
-                tools.update(web.tools())
-            tools.update(mcp_servers.tools(index))  # their results become sources in the index
-            tools.update(request.tools)
-            # for roles that declare it; with memory off it finds nothing
-            tools["recall_memory"] = memory_tool(memory, namespace, settings.memory_scope,  # type: ignore[arg-type]
-                                                 settings.recall_threshold, settings.fact_threshold)
-            counter = _token_counter(settings, request, pool)
-            ctx = RunContext(bus=bus, models=pool, counter=counter, log=log, tools=tools, artifacts=store,
-                             index=index, progress=say, context_strategy=settings.context,
-                             max_tokens=settings.max_tokens, shares=settings.context_shares,
-                             floors=settings.context_floors, memory_items=memory_items,
-                             memory_threshold=settings.recall_threshold, fact_threshold=settings.fact_threshold,
-                             parallel=settings.parallel,
-                             compaction=Compaction(*settings.compact_at),
-                             transcript_path=run_dir / TRANSCRIPT_FILE)
-            review, reviewer = _review_of(request, snapshot.values.get("review") if resumed else None)
-            if resumed:
-                ctx.restore(snapshot.values.get("ledger", {}))
-                if request.cassette is not None:
-                    request.cassette.seek(ctx.ledger()["model_calls"])
-            else:
-                graph_input = initial_state(charter, bus.address("plan"), known_facts, known_sources, log_seq=log.seq,
-                                            review=review)
-            snapshot = _stream(graph, graph_input, config, ctx, run_dir, record, stop_after_round, reviewer)
-            state: AgentState = snapshot.values  # type: ignore[assignment]
-            if snapshot.next:  # paused on purpose (or for its user); the checkpoint holds everything
-                asked = pending_request(snapshot)
-                log.event("run_paused", round=record.round, next=list(snapshot.next),
-                          **({"waiting_for": asked.kind} if asked else {}))
-                runs.update(run_dir, record, status="paused")
-                return RunResult(run_dir, None, state, pool.labels, log.events, status="paused", waiting_for=asked)
-            result = _finish(run_dir, record, state, ctx, memory, namespace, log, pool, request, settings, recorder)
-            runs.update(run_dir, record, status="done", round=int(state.get("round", record.round)))
-            return result
+            log, moved = _reopen_log(launch, thread)
+            charter = _charter(launch, thread, log, moved, watch.say)
+            parts = _compose(launch, team, thread, log, moved, charter, stack, watch)
+            return _drive(parts, hooks, stop_after_round)
         except BaseException as exc:
             _record_ending(run_dir, record, log, exc)
             raise
         finally:
             if log is not None:
                 log.close()
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """How a caller follows a run as it goes: its progress lines, and each node's update
+    as the graph streams it (the served graph passes both on to its client)."""
+
+    progress: ProgressFn | None = None
+    on_update: UpdateFn | None = None
+
+
+@dataclass(frozen=True)
+class RunLaunch:
+    """A run about to be built: its directory, its record (run.json), the settings it
+    runs with and what it was asked. `new_run` makes one for a new run, `resumed_run`
+    from a run directory; `execute_run` builds and finishes either."""
+
+    run_dir: Path
+    record: runs.RunRecord
+    settings: Settings
+    request: ResearchRequest
+
+    @property
+    def namespace(self) -> Namespace | None:
+        """Where the run reads and writes long-term memory; None: it uses none."""
+        return Namespace(**self.record.namespace) if self.record.namespace else None
+
+
+class _Watch:
+    """The progress line: the run's clock, and the tokens spent once a run context counts them."""
+
+    def __init__(self, settings: Settings, progress: ProgressFn | None):
+        self.max_tokens, self.progress = settings.max_tokens, progress
+        self.clock = time.monotonic()
+        self.ctx: RunContext | None = None
+
+    def say(self, at_round: int, agent: str, step: str) -> None:
+        if self.progress:
+            self.progress(Progress(at_round, agent, step, self.ctx.tokens_used if self.ctx else 0, self.max_tokens,
+                                   round(time.monotonic() - self.clock, 1)))
+
+
+@dataclass(frozen=True)
+class Team:
+    roles: list[Role]
+    bus: Bus
+
+
+def _team(request: ResearchRequest, settings: Settings) -> Team:
+    roles = discover(request.roles_dirs)
+    unknown = sorted(set(settings.role_models) - {r.name for r in roles} - {SUMMARIZER.name})
+    if unknown:  # a typo would otherwise run every role on the default model without a word
+        raise ConfigError(f"--role-model names no role of this team: {', '.join(unknown)} (roles: "
+                          f"{', '.join([r.name for r in roles] + [SUMMARIZER.name])})")
+    return Team(roles, bus_for(roles))
+
+
+@dataclass(frozen=True)
+class Thread:
+    """The run's graph on its checkpointed thread, and the checkpoint the run begins from."""
+
+    roles: list[Role]  # the team, offered the tools of the run's MCP servers
+    graph: Any
+    config: dict[str, Any]
+    start: StateSnapshot
+    had_checkpoints: bool
+    mcp: McpServers
+
+    @property
+    def resumed(self) -> bool:
+        return "charter" in self.start.values
+
+
+def _open_thread(launch: RunLaunch, team: Team, stack: contextlib.ExitStack) -> Thread:
+    settings, run_dir, thread_id = launch.settings, launch.run_dir, launch.record.thread_id
+    if not settings.database_url:  # the server backend keeps no store in the data directory
+        stack.enter_context(data_dir_in_use(settings.data_dir))
+    # Checkpoints in the run directory, or in PostgreSQL with --database-url, where a
+    # worker on another machine can resume the run (briefroom/server/checkpoint_pg.py).
+    had_checkpoints = bool(settings.database_url) or (run_dir / "checkpoints.sqlite").is_file()
+    saver = open_checkpoints(settings.database_url or run_dir / "checkpoints.sqlite")
+    stack.callback(saver.conn.close)
+    # MCP servers start before the graph: the roles they serve are offered their tools
+    mcp = stack.enter_context(open_servers(settings.mcp_config))
+    roles = mcp.offer_to(team.roles)
+    graph = build_graph(roles, team.bus, checkpointer=saver, parallel=settings.parallel)
+    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": 60 * settings.rounds,
+              "max_concurrency": settings.parallel}
+    start = graph.get_state(config)
+    if "charter" not in start.values:
+        # The first checkpoint holds only the pending input: a run killed there has not
+        # started; it starts over in place, on a clean thread.
+        saver.delete_thread(thread_id)
+    return Thread(roles, graph, config, start, had_checkpoints, mcp)
+
+
+def _reopen_log(launch: RunLaunch, thread: Thread) -> tuple[RunLog, MovedAside]:
+    """The run log as far as the checkpoint wrote it; what came after goes aside."""
+    keep = int(thread.start.values.get("ledger", {}).get("log_seq", 0)) if thread.resumed else 0
+    return RunLog.reopen(launch.run_dir / "run.jsonl", keep)
+
+
+def _charter(launch: RunLaunch, thread: Thread, log: RunLog, moved: MovedAside,
+             say: Callable[[int, str, str], None]) -> Charter:
+    """A resumed run's charter is its checkpoint's; a new run (or one that stopped
+    before its first checkpoint, starting over in place) makes one."""
+    if thread.resumed:
+        return thread.start.values["charter"]
+    if moved.lines and not thread.had_checkpoints:  # work was logged, its checkpoints are gone: say so
+        # (killed before the first step's checkpoint, a run has not started: it starts over quietly)
+        notice = (f"starting over (checkpoints.sqlite is missing); the earlier log ({moved.lines} events) "
+                  "is in run.interrupted.jsonl")
+        say(0, "resume", notice)
+        log.event("run_restart", reason=notice, moved_lines=moved.lines)
+    charter = make_charter(launch.request, launch.settings, thread.roles)
+    (launch.run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return charter
+
+
+@dataclass
+class RunParts:
+    """A run, composed: its graph and thread, and what finishes it."""
+
+    launch: RunLaunch
+    thread: Thread
+    log: RunLog
+    pool: ModelPool
+    ctx: RunContext
+    memory: MemoryBackend | None
+    recorder: Cassette | None
+    graph_input: Any  # None: the run goes on from its checkpoint
+    reviewer: Reviewer | None
+
+
+def _compose(launch: RunLaunch, team: Team, thread: Thread, log: RunLog, moved: MovedAside, charter: Charter,
+             stack: contextlib.ExitStack, watch: _Watch) -> RunParts:
+    """Stores, models and the run context, in the order their log lines come."""
+    index, stats, seconds = _open_corpus(launch, stack, watch.say)
+    memory = _open_memory(launch, index, stack)
+    opening = _begin(launch, thread, log, moved, charter, stats, seconds, memory, index)
+    recorder = Cassette() if launch.request.record else None
+    names = [r.name for r in thread.roles] + [SUMMARIZER.name]
+    pool = _model_pool(launch.settings, launch.request, names, launch.run_dir, stack, log, watch.say, recorder)
+    store = ArtifactStore(launch.run_dir / "artifacts")
+    tools = _tools(launch, index, store, memory, thread.mcp, stack)
+    ctx = watch.ctx = _run_context(launch, team.bus, pool, log, tools, store, index, watch.say, opening.memory_items)
+    graph_input, reviewer = _graph_input(launch, thread, ctx, charter, opening, team.bus)
+    return RunParts(launch, thread, log, pool, ctx, memory, recorder, graph_input, reviewer)
+
+
+def _open_corpus(launch: RunLaunch, stack: contextlib.ExitStack,
+                 say: Callable[[int, str, str], None]) -> tuple[CorpusIndex, SyncStats, float]:
+    started = time.perf_counter()
+    index = open_index(launch.settings)
+    stack.callback(index.close)
+    stats = _index_corpus(index, launch.request.corpus, say, web=launch.settings.web)
+    return index, stats, round(time.perf_counter() - started, 3)
+
+
+def _open_memory(launch: RunLaunch, index: CorpusIndex, stack: contextlib.ExitStack) -> MemoryBackend | None:
+    if launch.namespace is None:
+        return None
+    memory = _memory_store(launch.settings, index.embedder)
+    stack.callback(memory.close)
+    # The gates' injection detector loads a 2 s model: load it while the run works.
+    threading.Thread(target=injection.preload, name="preload-injection-detector", daemon=True).start()
+    return memory
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What a run starts with besides its charter: the memory items its Planner is
+    given, and (a new run) the verified facts memory holds, with their sources."""
+
+    memory_items: list[Item]
+    facts: list[Fact] = field(default_factory=list)
+    sources: dict[str, SourceRecord] = field(default_factory=dict)
+
+
+def _begin(launch: RunLaunch, thread: Thread, log: RunLog, moved: MovedAside, charter: Charter, stats: SyncStats,
+           index_seconds: float, memory: MemoryBackend | None, index: CorpusIndex) -> Opening:
+    """The log's first lines and what memory gives the run. A resumed run reads its
+    memory items from its run directory, not the store (which may have changed since),
+    so its prompts are the ones it would have had."""
+    run_dir, record = launch.run_dir, launch.record
+    if thread.resumed:
+        # How the previous attempt ended, in one line; its events are in run.interrupted.jsonl.
+        log.write(RunResume(round=thread.start.values.get("round"), next=list(thread.start.next),
+                            moved_lines=moved.lines, after=moved.stop or ResumedAfter(event="killed"),
+                            documents=stats.documents, settings=record.settings))
+        return Opening(_load_memory_items(run_dir))
+    log.event("run_start", question=charter.goal, rounds=charter.max_rounds, roles=[r.name for r in thread.roles],
+              corpus=[str(p) for p in launch.request.corpus])
+    log.event("index", documents=stats.documents, embedded_chunks=stats.embedded_chunks,
+              reused_documents=stats.reused_documents, seconds=index_seconds,
+              skipped=[{"path": s.path, "reason": s.reason} for s in stats.skipped])
+    items: list[Item] = []
+    used_skills: list[str] = []
+    recalled: list[Recalled] = []
+    namespace = launch.namespace
+    if memory is not None and namespace is not None:
+        items, used_skills, recalled = read_memory(memory, namespace, launch.settings, charter.goal, log)
+    _save_memory_items(run_dir, items)
+    runs.update(run_dir, record, used_skills=used_skills)
+    facts, sources = remembered_facts(recalled, index)
+    return Opening(items, facts, sources)
+
+
+def _tools(launch: RunLaunch, index: CorpusIndex, store: ArtifactStore, memory: MemoryBackend | None,
+           mcp: McpServers, stack: contextlib.ExitStack) -> dict[str, Any]:
+    """The run's tools by name: the corpus, artifacts, the web and MCP servers when the
+    run has them, the caller's own, and memory recall (finding nothing with memory off)."""
+    settings = launch.settings
+    tools = {**corpus_tools(index), "read_artifact": artifact_tool(store)}
+    if settings.web:
+        assert isinstance(index, WebIndex)
+        web = build_web(index, settings.data_dir, provider=settings.search_provider,
+                        searxng_url=settings.searxng_url, allow_domains=settings.allow_domains,
+                        deny_domains=settings.deny_domains, allow_addresses=settings.web_allow_addresses,
+                        interval=settings.web_interval)
+        stack.callback(web.close)
+        tools.update(web.tools())
+    tools.update(mcp.tools(index))  # their results become sources in the index
+    tools.update(launch.request.tools)
+    tools["recall_memory"] = memory_tool(memory, launch.namespace, settings.memory_scope,  # type: ignore[arg-type]
+                                         settings.recall_threshold, settings.fact_threshold)
+    return tools
+
+
+def _run_context(launch: RunLaunch, bus: Bus, pool: ModelPool, log: RunLog, tools: dict[str, Any],
+                 store: ArtifactStore, index: CorpusIndex, say: Callable[[int, str, str], None],
+                 memory_items: list[Item]) -> RunContext:
+    settings = launch.settings
+    return RunContext(bus=bus, models=pool, counter=_token_counter(settings, launch.request, pool), log=log,
+                      tools=tools, artifacts=store, index=index, progress=say, context_strategy=settings.context,
+                      max_tokens=settings.max_tokens, shares=settings.context_shares,
+                      floors=settings.context_floors, memory_items=memory_items,
+                      memory_threshold=settings.recall_threshold, fact_threshold=settings.fact_threshold,
+                      parallel=settings.parallel, compaction=Compaction(*settings.compact_at),
+                      transcript_path=launch.run_dir / TRANSCRIPT_FILE)
+
+
+def _graph_input(launch: RunLaunch, thread: Thread, ctx: RunContext, charter: Charter, opening: Opening,
+                 bus: Bus) -> tuple[Any, Reviewer | None]:
+    """The graph's input and who answers the run's questions: a new run's initial
+    state; for a resumed one none, with its counters restored from the checkpoint's
+    ledger (and a replay's cassette wound to the same place)."""
+    review, reviewer = _review_of(launch.request, thread.start.values.get("review") if thread.resumed else None)
+    if thread.resumed:
+        ctx.restore(thread.start.values.get("ledger", {}))
+        if launch.request.cassette is not None:
+            launch.request.cassette.seek(ctx.ledger()["model_calls"])
+        return None, reviewer
+    return initial_state(charter, bus.address("plan"), opening.facts, opening.sources, log_seq=ctx.log.seq,
+                         review=review), reviewer
+
+
+def _drive(parts: RunParts, hooks: RunHooks, stop_after_round: int | None) -> RunResult:
+    """Run the graph, then pause the run (on purpose, or for its user) or finish it."""
+    launch = parts.launch
+    run_dir, record = launch.run_dir, launch.record
+    snapshot = _stream(parts.thread.graph, parts.graph_input, parts.thread.config, parts.ctx, run_dir, record,
+                       stop_after_round, parts.reviewer, hooks.on_update)
+    state: AgentState = snapshot.values  # type: ignore[assignment]
+    if snapshot.next:  # the checkpoint holds everything
+        asked = pending_request(snapshot)
+        parts.log.event("run_paused", round=record.round, next=list(snapshot.next),
+                        **({"waiting_for": asked.kind} if asked else {}))
+        runs.update(run_dir, record, status="paused")
+        return RunResult(run_dir, None, state, parts.pool.labels, parts.log.events, status="paused",
+                         waiting_for=asked)
+    result = _finish(parts, state)
+    runs.update(run_dir, record, status="done", round=int(state.get("round", record.round)))
+    return result
 
 
 def _record_ending(run_dir: Path, record: runs.RunRecord, log: RunLog | None, exc: BaseException) -> None:
@@ -477,7 +658,8 @@ def _review_of(request: ResearchRequest, state_review: Any) -> tuple[ReviewOptio
 
 
 def _stream(graph: Any, graph_input: Any, config: dict[str, Any], ctx: RunContext, run_dir: Path,
-            record: runs.RunRecord, stop_after_round: int | None, reviewer: Reviewer | None = None) -> Any:
+            record: runs.RunRecord, stop_after_round: int | None, reviewer: Reviewer | None = None,
+            on_update: UpdateFn | None = None) -> Any:
     """Run the graph to its end (or to the end of round `stop_after_round`), saving the
     round reached in run.json as rounds end; returns the last snapshot. A question for
     the user (an interrupt, `review.py`) goes to `reviewer`; the run goes on with its
@@ -493,6 +675,8 @@ def _stream(graph: Any, graph_input: Any, config: dict[str, Any], ctx: RunContex
                 graph_input = Command(resume=answer)
         for update in graph.stream(graph_input, config=config, context=ctx, durability="sync",
                                    stream_mode="updates", interrupt_after=pause):
+            if on_update is not None:
+                on_update(update)
             if isinstance(update, dict) and update.get(ROUND_END):
                 values = graph.get_state(config).values
                 record.round = int(values["round"]) - (0 if values.get("done") else 1)
@@ -515,11 +699,12 @@ def _save_charter(run_dir: Path, charter: Charter | None) -> None:
         write_atomic(path, text)
 
 
-def _finish(run_dir: Path, record: runs.RunRecord, state: AgentState, ctx: RunContext, memory: MemoryBackend | None,
-            namespace: Namespace | None, log: RunLog, pool: ModelPool, request: ResearchRequest,
-            settings: Settings, recorder: Cassette | None) -> RunResult:
+def _finish(parts: RunParts, state: AgentState) -> RunResult:
     """After the graph: report files, memory gates, the scenario of a recording. Each
     step gives the same result if it runs again (a resume after a crash in here)."""
+    launch, ctx, log, pool, memory = parts.launch, parts.ctx, parts.log, parts.pool, parts.memory
+    run_dir, record, settings, request = launch.run_dir, launch.record, launch.settings, launch.request
+    namespace, recorder = launch.namespace, parts.recorder
     report = state.get("report")
     if report is None:
         raise BriefroomError("the run ended without a report (see run.jsonl)")
@@ -576,13 +761,45 @@ def _exclusive(run_dir: Path):
 DATA_DIR_LOCK = "briefroom.lock"
 
 
+@dataclass
+class _Hold:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    count: int = 0
+    release: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+
+
+_HOLDS: dict[Path, _Hold] = {}
+_HOLDS_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
-def data_dir_in_use(data_dir: Path, *, wait: float | None = None):
+def data_dir_in_use(data_dir: Path, *, wait: float | None = None) -> Iterator[None]:
     """One process at a time on a data directory: chromadb's embedded client and the
     SQLite memory are not safe across processes (measured: a fresh reader missed 26% of
     another process's rows, and once hung). A second process waits up to `wait` seconds
     (BRIEFROOM_DATA_DIR_WAIT, default 60) for the first to finish, then stops with an
-    error naming the holder; the server backend has no such limit."""
+    error naming the holder; the server backend has no such limit.
+
+    Runs within one process share the hold (the LangGraph server runs served runs side
+    by side): in-process, chromadb's client is one per folder, and SQLite's busy timeout
+    orders the writers. The file lock goes when the last of them ends."""
+    with _HOLDS_LOCK:
+        hold = _HOLDS.setdefault(data_dir.resolve(), _Hold())
+    with hold.lock:
+        if hold.count == 0:
+            hold.release.enter_context(_data_dir_lock(data_dir, wait))
+        hold.count += 1
+    try:
+        yield
+    finally:
+        with hold.lock:
+            hold.count -= 1
+            if hold.count == 0:
+                hold.release.close()
+
+
+@contextlib.contextmanager
+def _data_dir_lock(data_dir: Path, wait: float | None) -> Iterator[None]:
     import fcntl
     import time as clock
 

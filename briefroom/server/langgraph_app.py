@@ -4,13 +4,12 @@
 server calls whenever it needs the graph. What it returns is a small graph with one
 node, `research`, whose input is the run's question and corpus and whose context
 (`ServeContext`, sent by the client as the run's `context`) says which model and budget
-to use. The node does what `briefroom research` does — charter, corpus index, model
-pool, `RunContext`, a run directory with its log, report.md and sources.json — and runs
-the research graph of `graph/builder.py` inside it as a subgraph, handing it the
-`RunContext` as its LangGraph context. The server cannot pass a `RunContext` itself (a
+to use, or which served run to `resume`. The node checks both, then hands the run to
+run.py's `execute_run`, which builds and finishes every run: a served run has what a
+`briefroom research` run has (run directory, long-term memory, checkpoints on its own
+thread) and can be resumed like one. The server cannot pass a `RunContext` itself (a
 run's context arrives as JSON), and a `RunContext` holds live objects (index, model
-handles, log) that cannot be checkpointed, so it is built and closed within the one node
-that uses it.
+handles, log) that cannot be checkpointed, so it is built and closed within the node.
 
 The server is a network service, so every field a client sends is hostile input. The
 server, not the client, decides what a run may touch; its operator says so in the
@@ -43,26 +42,26 @@ preflight). To let LangGraph Studio in, start the server with
 `BRIEFROOM_SERVE_ORIGINS=https://smith.langchain.com` (origins, comma-separated) and
 `CORS_CONFIG='{"allow_origins": ["https://smith.langchain.com"]}'`.
 
-Because the research graph runs as a subgraph, a client streaming with
-`subgraphs=True` sees every role's node update (`planner`, `searcher`, `critic`,
-`writer`, `round_end`) as it happens; the run's progress lines arrive as `custom`
-events. The final state holds the report, its citation map and the sources. A run that
-fails ends with an `error` event in its run.jsonl, `failed` in run.json, and its reason
-in the client's error (`RunFailed`).
+A client streaming with `subgraphs=True` sees every role's node update (`planner`,
+`searcher`, `critic`, `writer`, `round_end`) as it happens, as a subgraph's; the run's
+progress lines arrive as `custom` events. The final state holds the report, its
+citation map and the sources. A run that fails ends with an `error` event in its
+run.jsonl, `failed` in run.json, and its reason in the client's error (`RunFailed`).
 
-Runs served this way do not use long-term memory and cannot be resumed with
-`briefroom resume` (their checkpoints are the server's); `briefroom inspect` and
-`briefroom runs show` read their run directories as any other.
+Served runs use the long-term memory of the server's data directory, in the namespace
+of the server's environment (`BRIEFROOM_USER`, `BRIEFROOM_SESSION`), which no client
+chooses. One that stopped goes on from its last checkpoint with `briefroom resume
+<run_dir>`, or when a client sends `context={"resume": "<run name>"}` (a name under
+the runs folder, never a path; its corpus and role folders must still be allowed; the
+context may change its model and token budget). `briefroom inspect` and `briefroom
+runs show` read served run directories as any other.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import re
-import time
-import traceback
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -96,6 +95,7 @@ class ServeContext(TypedDict, total=False):
     rounds: int
     max_tokens: int
     parallel: int
+    resume: str  # a served run to go on with, by its run directory's name (the input is then not read)
     runs_dir: str  # refused: BRIEFROOM_SERVE_RUNS_DIR
     roles_dirs: list[str]  # refused: BRIEFROOM_SERVE_ROLES_DIRS
     data_dir: str  # refused: BRIEFROOM_DATA_DIR
@@ -119,6 +119,16 @@ def _model_name(value: Any) -> Any:
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}")
 
 
+def _run_name(value: Any) -> Any:
+    # A name, never a path: the run directory is looked up under the server's runs dir.
+    if isinstance(value, str) and (not _RUN_NAME.fullmatch(value) or ".." in value):
+        raise ValueError("the name of a served run (the last part of its run_dir), not a path")
+    return value
+
+
+_RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
 class ServeOptions(BaseModel):
     """A run's context, checked. Keys the server mirrors into it (thread_id, ...) are
     ignored; the server itself drops keys `ServeContext` does not list."""
@@ -129,6 +139,7 @@ class ServeOptions(BaseModel):
     rounds: Annotated[int, Strict(), Field(ge=1, le=20)] = 3  # the CLI's bounds
     max_tokens: Annotated[int | None, Strict(), Field(ge=1000)] = None
     parallel: Annotated[int, Strict(), Field(ge=1, le=8)] = 1
+    resume: Annotated[str | None, Strict(), BeforeValidator(_run_name)] = None
     runs_dir: Annotated[None, BeforeValidator(_refused(RUNS_DIR_ENV))] = None
     roles_dirs: Annotated[None, BeforeValidator(_refused(ROLES_DIRS_ENV))] = None
     data_dir: Annotated[None, BeforeValidator(_refused("BRIEFROOM_DATA_DIR"))] = None
@@ -180,6 +191,27 @@ class ServePolicy:
             raise ConfigError(f"corpus folder not found on the server: {asked}")
         self._no_links_out(folder, asked)
         return folder
+
+    def served_run(self, name: str) -> Path:
+        """The directory of the served run `name`, to resume it, or a ConfigError. Its
+        run.json is the server's own; the corpus and role folders it names must still
+        be allowed (the operator may have narrowed the lists since)."""
+        from briefroom import runs
+
+        run_dir = self.runs_dir / name
+        if run_dir.is_symlink() or not (run_dir / runs.RECORD_FILE).is_file():
+            raise ConfigError(f"no served run is named {name}")
+        record = runs.load(run_dir)
+        if record.recording or record.scenario:
+            raise ConfigError(f"run {name} is a recording or a replay, which this server does not resume")
+        if record.status == "done":
+            raise ConfigError(f"run {name} is already complete")
+        for folder in record.corpus:
+            self.corpus_folder(Path(folder))
+        if any(Path(folder) not in self.roles_dirs for folder in record.roles_dirs):
+            raise ConfigError(f"run {name} loads role files from a folder this server no longer allows "
+                              f"({ROLES_DIRS_ENV})")
+        return run_dir
 
     def _no_links_out(self, folder: Path, asked: Path) -> None:
         # The corpus loader opens every file under the folder and follows a file's
@@ -234,17 +266,39 @@ class CheckedRun:
     options: ServeOptions
 
 
-def check_run(state: Mapping[str, Any], context: Any, policy: ServePolicy) -> CheckedRun:
-    """The run a client asked for, or a ConfigError saying in one line why not."""
-    fields = {key: state[key] for key in ResearchInput.__annotations__ if key in state}
+@dataclass(frozen=True)
+class CheckedResume:
+    """A served run a client asked to go on with, once it passed every check."""
+
+    run_dir: Path  # under the policy's runs_dir, its corpus and role folders still allowed
+    overrides: dict[str, Any]  # what the client may change: the model and the token budget
+
+
+def check_run(state: Mapping[str, Any], context: Any, policy: ServePolicy) -> CheckedRun | CheckedResume:
+    """The run a client asked for, or a ConfigError saying in one line why not. A
+    context naming a run to `resume` asks to go on with it: the input is not read (on a
+    thread the server keeps, it still holds an earlier run's question)."""
     try:
-        ask = RunInput.model_validate(fields)
         options = ServeOptions.model_validate(context if context is not None else {})
+        if options.resume is not None:
+            return check_resume(options, policy)
+        ask = RunInput.model_validate({key: state[key] for key in ResearchInput.__annotations__ if key in state})
     except ValidationError as exc:
         raise ConfigError(f"invalid run: {one_line(exc)}") from None
     if not ask.corpus:
         raise ConfigError("no corpus: give 'corpus', a list of folders on the server's machine")
     return CheckedRun(ask, [policy.corpus_folder(p) for p in ask.corpus], options)
+
+
+def check_resume(options: ServeOptions, policy: ServePolicy) -> CheckedResume:
+    """A resumed run may change its model and its token budget (what stopped it may have
+    been either), not its shape."""
+    assert options.resume is not None
+    kept = sorted(options.model_fields_set & {"rounds", "parallel"})
+    if kept:
+        raise ConfigError(f"invalid run: {', '.join(kept)}: a resumed run keeps its own")
+    return CheckedResume(policy.served_run(options.resume),
+                         {"model": options.model, "max_tokens": options.max_tokens})
 
 
 def _reason(exc: BaseException) -> str:
@@ -260,8 +314,7 @@ class ServedNode(Protocol):
 
 def research_node(policy: ServePolicy) -> ServedNode:
     def research(state: ServeState, *, runtime: Runtime[ServeContext]) -> ResearchOutput:
-        """One research run: set up as `briefroom research` does, the research graph run
-        as a subgraph with its `RunContext`, the report files written to the run directory."""
+        """One research run, new or resumed, built and finished as `briefroom research`'s."""
         try:
             return _research(check_run(state, runtime.context, policy), policy)
         except GraphBubbleUp:  # LangGraph's own control flow (interrupts), not a failure
@@ -271,135 +324,77 @@ def research_node(policy: ServePolicy) -> ServedNode:
     return research
 
 
-def _record_failure(exc: BaseException, log: Any, run_dir: Path, record: Any) -> None:
-    """The failure written where `briefroom inspect` and `runs show` look. Each write is
-    tried on its own: one that fails must neither hide the run's error nor stop the other."""
-    from briefroom import runs
-    from briefroom.protocol.redaction import redact_text
-
-    if log is not None:
-        with contextlib.suppress(Exception):
-            log.event("error", kind=type(exc).__name__, message=str(exc)[:MAX_ERROR_CHARS],
-                      traceback=traceback.format_exc(limit=12)[-4000:])
-    with contextlib.suppress(Exception):
-        runs.update(run_dir, record, status="failed",
-                    error=redact_text(f"{type(exc).__name__}: {exc}")[:MAX_ERROR_CHARS])
-
-
-def _research(run: CheckedRun, policy: ServePolicy) -> ResearchOutput:
+def _research(run: CheckedRun | CheckedResume, policy: ServePolicy) -> ResearchOutput:
+    """The run, built and finished by run.py's composition root as every run is: its
+    checkpoints in its run directory (or the database), long-term memory read at the
+    start and written through the gates at the end."""
     # Imported here: the server loads this module at start, and these take seconds.
-    from briefroom import runs
-    from briefroom.agents.registry import bus_for, discover
-    from briefroom.agents.run_context import Compaction, RunContext
-    from briefroom.config import Settings
-    from briefroom.corpus.tools import corpus_tools
-    from briefroom.graph.builder import build_graph
-    from briefroom.graph.summary import SUMMARIZER
-    from briefroom.memory.reading import memory_tool
-    from briefroom.protocol.artifacts import ArtifactStore
-    from briefroom.protocol.budget import TokenCounter, encoding_for_model
-    from briefroom.protocol.redaction import redact_text
-    from briefroom.protocol.tools import artifact_tool
-    from briefroom.run import (
-        TRANSCRIPT_FILE,
-        Progress,
-        ResearchRequest,
-        _finish,
-        _index_corpus,
-        _model_pool,
-        default_run_dir,
-        initial_state,
-        make_charter,
-    )
-    from briefroom.runlog import RunLog
-    from briefroom.stores import open_index
+    from briefroom.run import RunHooks, execute_run
 
-    question, corpus, options = run.ask.question, run.corpus, run.options
-    settings = Settings.from_env(model=options.model, rounds=options.rounds, max_tokens=options.max_tokens,
-                                 parallel=options.parallel, memory=False)
-    request = ResearchRequest(question=question, corpus=corpus, constraints=list(run.ask.constraints),
-                              acceptance_criteria=list(run.ask.acceptance_criteria),
-                              roles_dirs=list(policy.roles_dirs))
-    # the server names the run: its runs may start in the same second with the same question
-    run_dir = policy.runs_dir / f"{default_run_dir(question).name}-{uuid.uuid4().hex[:6]}"
-    run_dir.mkdir(parents=True)
-    request.out = run_dir
-    roles = discover(request.roles_dirs)
-    bus = bus_for(roles)
-    record = runs.RunRecord(question=question, corpus=[str(p) for p in corpus],
-                            constraints=request.constraints, acceptance_criteria=request.acceptance_criteria,
-                            roles_dirs=[str(p) for p in request.roles_dirs],
-                            settings=runs.settings_for_record(settings), thread_id=run_dir.name)
-    runs.save(run_dir, record)
     write = get_stream_writer()
-    ctx: RunContext | None = None
-    clock = time.monotonic()
+    hooks = RunHooks(progress=lambda step: write({"progress": asdict(step)}), on_update=_subgraph_updates())
+    # The research graph checkpoints on the run's own thread (in the run directory, or
+    # the database), so that it resumes like any run: `briefroom resume`, or a served
+    # `resume`. Given a thread of its own, LangGraph runs it as a graph of its own, not
+    # as this node's subgraph on the server's checkpointer and thread.
+    result = execute_run(_launch(run, policy), hooks)
+    report = result.state.get("report")
+    if result.report is None or report is None:
+        raise BriefroomError("the run ended without a report (see run.jsonl)")
+    return ResearchOutput(report=result.report, accepted=report.accepted, cited=list(report.cited_sources),
+                          sources={sid: rec.model_dump(mode="json")
+                                   for sid, rec in result.state.get("sources", {}).items()},
+                          rounds=int(result.state.get("round", 1)), tokens_used=result.tokens_used,
+                          run_dir=str(result.run_dir))
 
-    def say(at_round: int, agent: str, step: str) -> None:
-        write({"progress": asdict(Progress(at_round, agent, step, ctx.tokens_used if ctx else 0,
-                                           settings.max_tokens,
-                                           round(time.monotonic() - clock, 1)))})
 
-    log: RunLog | None = None
-    with contextlib.ExitStack() as stack:
-        try:
-            log = RunLog(run_dir / "run.jsonl")
-            stack.callback(log.close)
-            charter = make_charter(request, settings, roles)
-            (run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
-            started = time.perf_counter()
-            index = open_index(settings)
-            stack.callback(index.close)
-            stats = _index_corpus(index, corpus, say)
-            log.event("run_start", question=charter.goal, rounds=charter.max_rounds, roles=[r.name for r in roles],
-                      corpus=[str(p) for p in corpus])
-            log.event("index", documents=stats.documents, embedded_chunks=stats.embedded_chunks,
-                      reused_documents=stats.reused_documents,
-                      seconds=round(time.perf_counter() - started, 3),
-                      skipped=[{"path": s.path, "reason": s.reason} for s in stats.skipped])
-            pool = _model_pool(settings, request, [r.name for r in roles] + [SUMMARIZER.name], run_dir, stack,
-                               log, say, None)
-            store = ArtifactStore(run_dir / "artifacts")
-            tools = {**corpus_tools(index), "read_artifact": artifact_tool(store),
-                     "recall_memory": memory_tool(None, None, settings.memory_scope,  # type: ignore[arg-type]
-                                                  settings.recall_threshold, settings.fact_threshold)}
-            ctx = RunContext(bus=bus, models=pool, counter=TokenCounter(encoding_for_model(settings.model or "")),
-                             log=log, tools=tools, artifacts=store, index=index, progress=say,
-                             context_strategy=settings.context, max_tokens=settings.max_tokens,
-                             shares=settings.context_shares, floors=settings.context_floors,
-                             memory_threshold=settings.recall_threshold, parallel=settings.parallel,
-                             compaction=Compaction(*settings.compact_at), transcript_path=run_dir / TRANSCRIPT_FILE)
-            runs.update(run_dir, record, status="running")
-            # Called inside this node, the compiled graph runs as its subgraph: the server's
-            # checkpointer and stream (node updates with subgraphs=True) reach it.
-            graph = build_graph(roles, bus, parallel=settings.parallel)
-            final = graph.invoke(initial_state(charter, bus.address("plan"), log_seq=log.seq),
-                                 config={"recursion_limit": 60 * settings.rounds,
-                                         "max_concurrency": settings.parallel},
-                                 context=ctx)
-            result = _finish(run_dir, record, final, ctx, None, None, log, pool, request, settings, None)
-            runs.update(run_dir, record, status="done", round=int(final.get("round", 1)))
-        except BaseException as exc:
-            _record_failure(exc, log, run_dir, record)
-            raise
-    report = final["report"]
-    return ResearchOutput(report=redact_text(report.markdown), accepted=report.accepted,
-                          cited=list(report.cited_sources),
-                          sources={sid: rec.model_dump(mode="json") for sid, rec in final.get("sources", {}).items()},
-                          rounds=int(final.get("round", 1)), tokens_used=result.tokens_used,
-                          run_dir=str(run_dir))
+def _launch(run: CheckedRun | CheckedResume, policy: ServePolicy) -> Any:
+    """A new served run (its directory named by the server), or a served run to go on with."""
+    from briefroom.run import ResearchRequest, default_run_dir, new_run, resumed_run
+
+    if isinstance(run, CheckedResume):
+        return resumed_run(run.run_dir, run.overrides)
+    from briefroom.config import Settings
+
+    options = run.options
+    settings = Settings.from_env(model=options.model, rounds=options.rounds, max_tokens=options.max_tokens,
+                                 parallel=options.parallel)
+    # the server names the run: its runs may start in the same second with the same question
+    run_dir = policy.runs_dir / f"{default_run_dir(run.ask.question).name}-{uuid.uuid4().hex[:6]}"
+    return new_run(ResearchRequest(question=run.ask.question, corpus=run.corpus, out=run_dir,
+                                   constraints=list(run.ask.constraints),
+                                   acceptance_criteria=list(run.ask.acceptance_criteria),
+                                   roles_dirs=list(policy.roles_dirs)), settings)
+
+
+def _subgraph_updates() -> Callable[[dict[str, Any]], None] | None:
+    """Passes the research graph's node updates to the client's stream as a subgraph's
+    would be (`updates|research:<task>`), when the client streams subgraphs. The
+    research graph is not this graph's subgraph (see `_research`), so this node writes
+    them into its own stream, under its own namespace."""
+    from langgraph._internal._constants import CONFIG_KEY_CHECKPOINT_NS, CONFIG_KEY_STREAM, NS_SEP
+    from langgraph.config import get_config
+
+    configurable = get_config().get("configurable", {})
+    stream = configurable.get(CONFIG_KEY_STREAM)
+    if stream is None or "updates" not in stream.modes:
+        return None
+    namespace = tuple(str(configurable.get(CONFIG_KEY_CHECKPOINT_NS, "")).split(NS_SEP))
+    return lambda update: stream((namespace, "updates", update))
 
 
 ServedGraph = CompiledStateGraph[ServeState, ServeContext, ResearchInput, ResearchOutput]
 
 
-def build_served_graph(policy: ServePolicy) -> ServedGraph:
+def build_served_graph(policy: ServePolicy, checkpointer: Any = None) -> ServedGraph:
+    """The served graph; the LangGraph server lends it its checkpointer when it runs it,
+    anyone else may give one here."""
     graph = StateGraph(ServeState, context_schema=ServeContext, input_schema=ResearchInput,
                        output_schema=ResearchOutput)
     graph.add_node("research", research_node(policy))
     graph.add_edge(START, "research")
     graph.add_edge("research", END)
-    return graph.compile(name=GRAPH_ID)
+    return graph.compile(name=GRAPH_ID, checkpointer=checkpointer)
 
 
 def make_graph() -> ServedGraph:

@@ -41,3 +41,12 @@ def test_the_named_api_exists():
         assert callable(getattr(Turn, name)), name
     assert {"capabilities", "guards", "subscriptions", "publications"} <= set(Role.__dataclass_fields__)
     assert callable(AgentMessage.payload_as)
+
+
+def test_the_composition_roots_named_steps_exist():
+    import briefroom.run
+
+    paragraph = DOC.split("**One composition root**", 1)[1].split("\n\n", 1)[0]
+    names = set(re.findall(r"`(_?[A-Za-z][A-Za-z_]+)`", paragraph)) - {"resume"}  # `resume`: the command
+    assert {"execute_run", "RunLaunch", "_open_thread", "_finish"} <= names
+    assert [name for name in sorted(names) if not hasattr(briefroom.run, name)] == []
