@@ -56,6 +56,9 @@ class ModelHandle:
     # llama.cpp: the server slot (KV cache) this handle's calls go to, so a role's prefix
     # stays cached while other roles speak. None: the server picks.
     slot: int | None = None
+    # The instance of a fan-out role: its slot is taken per call from the slots its
+    # role's instances share (the one it had last, if free).
+    shared_slots: SlotShare | None = None
 
     def invoke(self, messages: list[BaseMessage], *, tools: list[dict] | None = None,
                schema: dict | None = None, schema_name: str = "output",
@@ -65,6 +68,8 @@ class ModelHandle:
             assert_no_secrets(str(message.content), f"the {self.role} prompt")
         check_pairing(messages)  # no tool result without its call, none twice, none missing
         started = time.perf_counter()
+        if self.shared_slots is not None:
+            self.slot = self.shared_slots.take(self.slot)
         try:
             reply = self._send(messages, tools, schema, schema_name, force_tool)
         except ResponseFormatRefused:
@@ -73,6 +78,9 @@ class ModelHandle:
             self.structured_mode = "json_object_schema" if self.structured_mode == "json_schema" else "json_object"
             self.label += f" (structured output: {self.structured_mode}, the endpoint refused json_schema)"
             reply = self._send(messages, tools, schema, schema_name, force_tool)
+        finally:
+            if self.shared_slots is not None and self.slot is not None:
+                self.shared_slots.give(self.slot)
         latency = time.perf_counter() - started
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=str(getattr(reply, "content", reply)))
@@ -225,12 +233,43 @@ def _is_idle_timeout(exc: BaseException) -> bool:
 
 
 @dataclass
+class SlotShare:
+    """The server slots that the instances of a fan-out role share: the role's own and the
+    extra ones. At most `--parallel` instances run at once, but which ones is the
+    scheduler's choice, so a slot fixed by instance number can be one still in use (the
+    server then holds the call back) while another is idle. A call takes the slot its
+    instance had last when that one is free (its own prompt is cached there), else a free
+    one, the role's own first (the prefix every search prompt shares is cached there)."""
+
+    slots: tuple[int, ...]
+    _busy: set[int] = field(default_factory=set, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def take(self, last: int | None) -> int:
+        with self._lock:
+            free = [s for s in self.slots if s not in self._busy]
+            if last in free:
+                slot = last
+            elif free:
+                slot = free[0]
+            else:  # more callers than slots: share one, the server queues the call
+                slot = last if last is not None else self.slots[0]
+            self._busy.add(slot)
+            return slot
+
+    def give(self, slot: int) -> None:
+        with self._lock:
+            self._busy.discard(slot)
+
+
+@dataclass
 class ModelPool:
     """Handles per role plus what must be cleaned up when the run ends."""
 
     handles: dict[str, ModelHandle] = field(default_factory=dict)
     slots: int = 0  # the embedded server's slots; 0: none to assign
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _shares: dict[str, SlotShare] = field(default_factory=dict, repr=False)
 
     def for_role(self, role: str) -> ModelHandle:
         """The handle of a role, or of `role/n`, the n-th instance of a fan-out role: a
@@ -247,14 +286,19 @@ class ModelPool:
             chat_model = handle.chat_model
             if isinstance(chat_model, CassetteChatModel):
                 chat_model = CassetteChatModel(cassette=chat_model.cassette, role=role)
-            slot = self._next_slot() if handle.slot is not None else None
-            copy = replace(handle, role=role, chat_model=chat_model, calls=0, slot=slot)
+            share = self._share(base) if handle.slot is not None and self.slots else None
+            copy = replace(handle, role=role, chat_model=chat_model, calls=0, slot=None, shared_slots=share)
             self.handles[role] = copy
             return copy
 
-    def _next_slot(self) -> int | None:
-        used = sum(1 for h in self.handles.values() if h.slot is not None)
-        return used % self.slots if self.slots else None
+    def _share(self, base: str) -> SlotShare:
+        """The slots `base`'s instances share: its own and those no role holds."""
+        if base not in self._shares:
+            held = {h.slot for r, h in self.handles.items() if "/" not in r and h.slot is not None}
+            own = self.handles[base].slot
+            assert own is not None
+            self._shares[base] = SlotShare((own, *(s for s in range(self.slots) if s not in held)))
+        return self._shares[base]
 
     @property
     def labels(self) -> set[str]:

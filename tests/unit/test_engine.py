@@ -60,17 +60,31 @@ def test_threads_set_by_the_user_are_kept_and_the_cores_are_not_sampled(tmp_path
     assert server.threads == 3 and _flags(server.command())["--threads"] == "3"
 
 
-def test_each_role_and_each_searcher_instance_gets_its_own_slot():
+def test_each_role_has_its_own_slot_and_searcher_instances_share_the_searchers_and_the_extra_ones():
     roles = ["planner", "searcher", "critic", "writer"]
     slots = embedded_slots(roles, parallel=3)
-    assert slots == 6
+    assert slots == 6 and embedded_slots(roles, parallel=1) == 4
     pool = build_pool(Settings(model="embedded"), roles, embedded_base_url="http://127.0.0.1:9/v1",
                       embedded_slots=slots)
-    base = [pool.handles[r].slot for r in roles]
-    instances = [pool.for_role(f"searcher/{n}").slot for n in (1, 2)]
-    assert base == [0, 1, 2, 3] and instances == [4, 5]
-    assert len(set(base + instances)) == slots  # no two workers share a KV cache
-    assert embedded_slots(roles, parallel=1) == 4
+    assert [pool.handles[r].slot for r in roles] == [0, 1, 2, 3]
+    share = pool.for_role("searcher/1").shared_slots
+    assert share is not None and share.slots == (1, 4, 5)  # the searcher's own, then those no role holds
+    assert pool.for_role("searcher/7").shared_slots is share  # one share for every instance
+
+
+def test_an_instance_takes_a_free_slot_per_call_the_one_it_had_last_when_it_can():
+    from briefroom.llm import SlotShare
+
+    share = SlotShare((1, 4, 5))
+    first, second, third = share.take(None), share.take(None), share.take(None)
+    assert (first, second, third) == (1, 4, 5)  # three at once: no two on one KV cache
+    share.give(second)
+    assert share.take(5) == 4  # its last slot is busy: the free one, not a queue behind another call
+    share.give(first)
+    share.give(third)
+    assert share.take(5) == 5  # free again: back where its own prompt is cached
+    assert share.take(None) == 1
+    assert share.take(None) == 1  # none free: shares (the server queues it) rather than failing
 
 
 def test_the_threads_setting_comes_from_the_environment():
