@@ -42,18 +42,19 @@ def one_call(base_url: str, n: int) -> dict[str, float]:
             "predicted_per_second": timings.get("predicted_per_second", 0.0)}
 
 
-def measure(model: Path | None, threads: int | None, busy: int, calls: int) -> dict[str, object]:
+def measure(model: Path | None, threads: int | None, batch_threads: int | None = None, *, busy: int,
+            calls: int) -> dict[str, object]:
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     try:
         time.sleep(1.0 if busy else 0)  # let the burners take their cores before the server counts them
-        with EmbeddedServer(model_path=model, threads=threads, n_ctx=2048) as server:
+        with EmbeddedServer(model_path=model, threads=threads, n_ctx=2048, batch_threads=batch_threads) as server:
             one_call(server.base_url, -1)  # warm-up
             runs = [one_call(server.base_url, n) for n in range(calls)]
-            chosen, free = server.threads, server.free_cores
+            chosen, free, batch = server.threads, server.free_cores, server.batch_threads
     finally:
         for burner in burners:
             burner.kill()
-    return {"busy_processes": busy, "threads_setting": threads or "auto", "threads": chosen,
+    return {"busy_processes": busy, "threads_setting": threads or "auto", "threads": chosen, "batch_threads": batch,
             "free_cores_at_start": round(free, 2) if free is not None else None,
             "median_call_s": round(statistics.median(r["seconds"] for r in runs), 2),
             "prompt_tokens_per_s": round(statistics.median(r["prompt_per_second"] for r in runs), 1),
@@ -61,15 +62,23 @@ def measure(model: Path | None, threads: int | None, busy: int, calls: int) -> d
             "prompt_tokens": runs[0]["prompt_tokens"]}
 
 
+def _threads(setting: str) -> tuple[int | None, int | None]:
+    if setting == "auto":
+        return None, None
+    gen, _, batch = setting.partition("/")
+    return int(gen), int(batch) if batch else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", type=Path, default=None, help="a GGUF file (default: the bundled SmolLM2)")
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--busy", default="0,1", help="busy processes beside the server, per setting")
-    parser.add_argument("--threads", default="auto,2", help="'auto' (the cores free) or a count, per setting")
+    parser.add_argument("--threads", default="auto,2",
+                        help="'auto' (the cores free), a count, or GEN/BATCH (threads generating/reading), per setting")
     args = parser.parse_args()
     model = args.model or embedded.embedded_model_path()
-    results = [measure(model, None if t == "auto" else int(t), int(b), args.calls)
+    results = [measure(model, *_threads(t), busy=int(b), calls=args.calls)
                for b in args.busy.split(",") for t in args.threads.split(",")]
     print(json.dumps({"model": model.name, "cores": embedded.cpu_count(), "results": results}, indent=2))
 

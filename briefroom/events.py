@@ -210,7 +210,8 @@ class ModelServer(_Base):
     event: Literal["model_server"] = "model_server"
     base_url: str
     model_path: str
-    threads: int | None = None  # chosen from the cores free at start, or the --threads setting
+    threads: int | None = None  # generating: chosen from the cores free at start, or the --threads setting
+    batch_threads: int | None = None  # reading prompts: every core free at start, or the --threads setting
     free_cores: float | None = None  # None: the user set the threads
     slots: int | None = None  # one KV cache per role and searcher instance
 

@@ -631,8 +631,8 @@ def _model_pool(settings: Settings, request: ResearchRequest, names: list[str], 
                                                     slots=embedded_slots(names, settings.parallel)))
         embedded_url, slots, profile = server.base_url, server.slots, server.profile
         log.event("model_server", base_url=embedded_url, model_path=server.model_path.name, threads=server.threads,
-                  free_cores=server.free_cores, slots=server.slots)
-        say(0, "model", f"llama.cpp: {server.threads} thread(s)"
+                  batch_threads=server.batch_threads, free_cores=server.free_cores, slots=server.slots)
+        say(0, "model", f"llama.cpp: {server.threads} thread(s) generating, {server.batch_threads} reading prompts"
             + (f" ({server.free_cores:.1f} core(s) free)" if server.free_cores is not None else "")
             + f", {server.slots} slot(s)")
     pool = request.models or build_pool(settings, names, embedded_base_url=embedded_url, embedded_slots=slots,

@@ -103,12 +103,21 @@ def threads_for(free: float, cores: int) -> int:
     return max(1, min(MAX_THREADS, cores, int(free + 0.3) - 1))
 
 
+def batch_threads_for(free: float, cores: int) -> int:
+    """Threads for reading a prompt: every core free at start, none held back. A prompt is
+    read in large matrix products, where a barrier's wait is small beside the work: 2
+    threads read 122 tokens/s idle and 84 beside a busy process, 1 thread 71 and 66; it is
+    generation, one token per round of barriers, that 2 threads beside load ruin
+    (BENCHMARKS.md, "The embedded engine")."""
+    return max(1, min(MAX_THREADS, cores, int(free + 0.3)))
+
+
 class EmbeddedServer:
     """`with EmbeddedServer() as server: server.base_url` -> an OpenAI-compatible API."""
 
     def __init__(self, model_path: Path | None = None, n_ctx: int = EMBEDDED_CONTEXT,
                  log_path: Path | None = None, startup_timeout: float = 300.0, threads: int | None = None,
-                 slots: int = 1):
+                 slots: int = 1, batch_threads: int | None = None):
         self.model_path = model_path or embedded_model_path()
         if not self.model_path.is_file():
             raise ConfigError(f"model file not found: {self.model_path}")
@@ -118,6 +127,8 @@ class EmbeddedServer:
         self.startup_timeout = startup_timeout
         self.threads_requested = threads
         self.threads = threads or 0  # chosen at start, from the cores free then
+        # reading prompts: as set, else the threads set, else chosen at start
+        self.batch_threads = batch_threads or threads or 0
         self.free_cores: float | None = None
         self.profile: EndpointProfile | None = None
         self.port: int | None = None
@@ -135,9 +146,7 @@ class EmbeddedServer:
         if importlib.util.find_spec("xllamacpp") is None:
             raise ConfigError("the embedded llama.cpp server is not installed: pip install 'briefroom[local]' "
                               "(or set OPENAI_BASE_URL / OPENAI_API_KEY to use an endpoint)")
-        if not self.threads_requested:
-            self.free_cores = free_cores()
-            self.threads = threads_for(self.free_cores, cpu_count())
+        self.choose_threads()
         self.port = free_port()
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self._proc = subprocess.Popen(self.command(), stdout=self._log, stderr=self._log, stdin=subprocess.DEVNULL)
@@ -161,10 +170,19 @@ class EmbeddedServer:
         _running = self
         return self
 
+    def choose_threads(self) -> None:
+        """Unless set, threads from the cores free now: generation leaves one for later load,
+        prompt reading takes them all."""
+        if not self.threads_requested:
+            self.free_cores = free_cores()
+            self.threads = threads_for(self.free_cores, cpu_count())
+            self.batch_threads = self.batch_threads or batch_threads_for(self.free_cores, cpu_count())
+
     def command(self) -> list[str]:
         return [sys.executable, "-m", "briefroom.models.llama_server", "--model", str(self.model_path),
                 "--port", str(self.port), "--slot-context", str(self.n_ctx), "--slots", str(self.slots),
-                "--threads", str(self.threads), "--alias", self.model_path.stem]
+                "--threads", str(self.threads), "--batch-threads", str(self.batch_threads or self.threads),
+                "--alias", self.model_path.stem]
 
     def _fail(self, reason: str) -> None:
         self.stop()

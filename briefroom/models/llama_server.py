@@ -35,7 +35,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--slot-context", type=int, required=True, help="tokens of context per slot")
     parser.add_argument("--slots", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="threads generating tokens")
+    parser.add_argument("--batch-threads", type=int, default=0, help="threads reading a prompt (0: --threads)")
     parser.add_argument("--alias", default="")
     return parser.parse_args(argv)
 
@@ -51,8 +52,9 @@ def serve(args: argparse.Namespace) -> None:
     params.n_ctx = args.slot_context * args.slots
     params.kv_unified = False  # each slot owns its window: one role cannot evict another
     params.cont_batching = True
+    params.cpuparams.n_threads = args.threads
+    params.cpuparams_batch.n_threads = args.batch_threads or args.threads
     for cpu in (params.cpuparams, params.cpuparams_batch):
-        cpu.n_threads = args.threads
         cpu.poll = 0
     params.cache_ram_mib = PROMPT_CACHE_MIB
     params.hostnames = ["127.0.0.1"]

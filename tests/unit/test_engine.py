@@ -9,7 +9,7 @@ import pytest
 from briefroom.config import Settings
 from briefroom.llm import build_pool, embedded_slots
 from briefroom.models import embedded
-from briefroom.models.embedded import EmbeddedServer, threads_for
+from briefroom.models.embedded import EmbeddedServer, batch_threads_for, threads_for
 
 
 def _server(tmp_path: Path, **kw) -> EmbeddedServer:
@@ -31,7 +31,27 @@ def test_the_server_runs_llama_cpps_own_server_with_a_full_window_per_slot(tmp_p
     assert command[1:3] == ["-m", "briefroom.models.llama_server"]
     flags = _flags(command)
     assert flags["--slots"] == "6" and flags["--slot-context"] == str(embedded.EMBEDDED_CONTEXT)
-    assert flags["--threads"] == "1"
+    assert flags["--threads"] == "1" and flags["--batch-threads"] == "1"  # set by the user: both
+
+
+@pytest.mark.parametrize("free, cores, expected", [
+    (0.0, 2, 1),
+    (0.9, 2, 1),   # one core free: one thread reads the prompt too
+    (1.8, 2, 2),   # idle: both cores read the prompt, none held back
+    (5.0, 8, 5),
+    (31.0, 32, 8),
+])
+def test_prompts_are_read_with_every_core_free_at_start(free, cores, expected):
+    assert batch_threads_for(free, cores) == expected
+
+
+def test_chosen_at_start_generation_leaves_a_core_and_reading_takes_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(embedded, "free_cores", lambda *a, **k: 2.0)
+    monkeypatch.setattr(embedded, "cpu_count", lambda: 2)
+    server = _server(tmp_path)
+    server.choose_threads()
+    flags = _flags(server.command())
+    assert (flags["--threads"], flags["--batch-threads"]) == ("1", "2")
 
 
 @pytest.mark.parametrize("free, cores, expected", [
