@@ -410,6 +410,9 @@ def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str |
                                  mode, settings.context_window or 128_000,
                                  label=f"{name} via {settings.base_url or 'OpenAI'} ({profile.kind})",
                                  profile=profile,
+                                 # llama.cpp's generic chat formats call a tool only when told which,
+                                 # as the embedded server (the same server) is told
+                                 tool_mode="first" if profile.kind == "llama.cpp" else "auto",
                                  slot=len(pool.handles) % profile.slots if profile.kind == "llama.cpp"
                                  and profile.slots > 1 else None)
         handle.recorder = recorder

@@ -82,6 +82,13 @@ def test_a_server_is_probed_over_http_once(kind):
         endpoints._cache.clear()
 
 
+@pytest.mark.parametrize("kind, mode", [("llama.cpp", "first"), ("ollama", "auto"), ("vllm", "auto"),
+                                        ("openai", "auto")])
+def test_a_llama_cpp_endpoint_is_told_which_tool_to_call_first_as_the_embedded_server_is(kind, mode):
+    pool = build_pool(Settings(model="m", base_url="http://127.0.0.1:9/v1", endpoint_kind=kind), ["searcher"])
+    assert pool.handles["searcher"].tool_mode == mode
+
+
 def test_a_kind_set_in_the_settings_is_not_probed():
     pool = build_pool(Settings(model="m", base_url="http://127.0.0.1:9/v1", endpoint_kind="ollama"), ["planner"])
     assert pool.handles["planner"].profile.kind == "ollama"  # no connection was tried: the guard would fail it
