@@ -21,6 +21,10 @@ agree (`agrees`): done/succeeded, failed/failed (with the reason, kept for `jobs
 even when the run never started), cancelled/cancelled, interrupted/todo (re-queued: the
 worker was stopped, or the database went away under it). A worker outlives a database
 restart: it says so in one line, waits for the database, and starts again.
+
+A job submitted with `--review-plan` or `--clarify` pauses at its question *waiting*
+for `briefroom jobs answer` (waiting/paused), then resumes on any worker
+(`job_review.py`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,15 @@ from typing import Any
 from briefroom.config import Settings
 from briefroom.database import connection_lost, first_line, is_postgres_url, public_url, scrub
 from briefroom.errors import ConfigError
+from briefroom.job_review import (
+    WAITING,
+    JobWaiting,
+    answer_job,
+    columns_ddl,
+    retry_strategy,
+    stored_answer,
+    waiting_sql,
+)
 
 QUEUE = "research"
 TASK = "briefroom.research"
@@ -90,12 +103,13 @@ def _app(database_url: str, *, sync: bool) -> Any:
     if not sync:
         app.job_manager = _fenced_manager(connector, database_url)
     # An interrupted run goes back to the queue as often as it is interrupted; an error
-    # does not (it would fail again).
-    retry = procrastinate.RetryStrategy(retry_exceptions={JobInterruptedError})
+    # does not (it would fail again); a run waiting for its user waits there.
+    retry = retry_strategy(JobInterruptedError)
 
     @app.task(name=TASK, queue=QUEUE, pass_context=True, retry=retry)
-    def research(context: Any, question: str, corpus: list[str], runs_root: str, settings: dict[str, Any]) -> str:
-        return _run_job(context, question, corpus, Path(runs_root), settings, database_url)
+    def research(context: Any, question: str, corpus: list[str], runs_root: str, settings: dict[str, Any],
+                 review: dict[str, bool] | None = None) -> str:
+        return _run_job(context, question, corpus, Path(runs_root), settings, database_url, review)
 
     return app
 
@@ -115,6 +129,7 @@ def _ensure_schema(app: Any) -> None:
     if not row["present"]:
         app.schema_manager.apply_schema()
     app.connector.execute_query(_OUTCOMES_DDL)
+    app.connector.execute_query(columns_ddl(OUTCOMES_TABLE))
 
 
 # Why each job ended, written by its worker: `jobs show` gives the reason even for a
@@ -151,16 +166,18 @@ def check_job(question: str, corpus: Sequence[Path], chosen: dict[str, Any]) -> 
 
 
 def submit(database_url: str, question: str, corpus: Sequence[Path], runs_root: Path,
-           choices: dict[str, Any] | None = None) -> int:
+           choices: dict[str, Any] | None = None, review: dict[str, bool] | None = None) -> int:
     """Queue one research job; returns its id (its run directory is `runs_root/job-<id>`).
     `choices`: the settings the submitter chose (model, rounds, ...); everything else,
-    keys and endpoints included, comes from the worker's own environment."""
+    keys and endpoints included, comes from the worker's own environment. `review`:
+    {"plan": ..., "clarify": ...}, what the run asks its user (`job_review.py`)."""
     chosen = {k: v for k, v in (choices or {}).items() if v is not None}
     cleaned = check_job(question, corpus, chosen)
     with queue(database_url) as app:
         job_id = app.tasks[TASK].defer(question=cleaned, corpus=[str(Path(p).resolve()) for p in corpus],
                                        runs_root=str(runs_root.resolve()),
-                                       settings={k: str(v) if isinstance(v, Path) else v for k, v in chosen.items()})
+                                       settings={k: str(v) if isinstance(v, Path) else v for k, v in chosen.items()},
+                                       review={k: bool(v) for k, v in (review or {}).items() if k in ("plan", "clarify")})
     return int(job_id)
 
 
@@ -290,7 +307,7 @@ def _fenced_manager(connector: Any, database_url: str) -> Any:
 # --- running one job -----------------------------------------------------------------
 
 def _run_job(context: Any, question: str, corpus: list[str], runs_root: Path, settings: dict[str, Any],
-             database_url: str) -> str:
+             database_url: str, review: dict[str, bool] | None = None) -> str:
     """The task body (in a worker thread): take the lease, run or resume the run, and
     turn how it ended into what the queue records."""
     from procrastinate.exceptions import JobAborted
@@ -309,7 +326,13 @@ def _run_job(context: Any, question: str, corpus: list[str], runs_root: Path, se
     _LEASES[job_id] = lease  # released once the queue has the job's status (_FencedJobManager)
     lease.keep(every=HEARTBEAT_S)
     try:
-        report = _research(context, lease, question, corpus, runs_root, settings, database_url)
+        report = _research(context, lease, question, corpus, runs_root, settings, database_url, review)
+    except JobWaiting as exc:  # run.json says paused; the queue keeps it todo, far ahead (job_review.py)
+        from briefroom.job_review import request_json
+
+        with contextlib.suppress(Exception):
+            lease.execute(waiting_sql(OUTCOMES_TABLE), (job_id, str(exc), request_json(exc.request)))
+        raise
     except BaseException as exc:
         status, reason, _ = runs.ending_of(exc)
         _record_outcome(lease, status, reason)
@@ -323,10 +346,11 @@ def _run_job(context: Any, question: str, corpus: list[str], runs_root: Path, se
 
 
 def _research(context: Any, lease: JobLease, question: str, corpus: list[str], runs_root: Path,
-              settings: dict[str, Any], database_url: str) -> str:
+              settings: dict[str, Any], database_url: str, review: dict[str, bool] | None = None) -> str:
     from procrastinate.job_context import AbortReason
 
     from briefroom import runs
+    from briefroom.review import ReviewOptions
     from briefroom.run import ResearchRequest, resume_research, run_research
 
     job_id = int(context.job.id)
@@ -346,11 +370,16 @@ def _research(context: Any, lease: JobLease, question: str, corpus: list[str], r
     # worker can take it up after another died.
     if (run_dir / runs.RECORD_FILE).is_file():  # a retry after its worker died or stopped: go on
         _wait_for_run_lock(run_dir, RUN_LOCK_WAIT_S)
-        result = resume_research(run_dir, {"database_url": database_url}, progress=progress)
+        with lease._lock:  # a run paused at a question goes on with the answer `jobs answer` kept
+            answer = stored_answer(lease._conn, OUTCOMES_TABLE, job_id)
+        result = resume_research(run_dir, {"database_url": database_url}, progress=progress, reviewer=answer)
     else:
         chosen = Settings.from_env(**settings, database_url=database_url)  # the job's choices, this worker's rest
         result = run_research(ResearchRequest(question=question, corpus=[Path(p) for p in corpus], out=run_dir,
-                                              thread_id=run_dir.name), chosen, progress=progress)
+                                              thread_id=run_dir.name, review=ReviewOptions(**(review or {}))),
+                              chosen, progress=progress)
+    if result.status == "paused" and result.waiting_for is not None:
+        raise JobWaiting(result.waiting_for)
     return str(result.report)
 
 
@@ -379,7 +408,8 @@ def _record_outcome(lease: JobLease, run_status: str, reason: str | None) -> Non
     with contextlib.suppress(Exception):
         lease.execute(f"INSERT INTO {OUTCOMES_TABLE} (job_id, run_status, reason) VALUES (%s, %s, %s) "
                       "ON CONFLICT (job_id) DO UPDATE SET run_status = excluded.run_status, "
-                      "reason = excluded.reason, updated = now()", (lease.job_id, run_status, reason))
+                      "reason = excluded.reason, request = NULL, answer = NULL, updated = now()",
+                      (lease.job_id, run_status, reason))
 
 
 # --- workers -------------------------------------------------------------------------
@@ -511,6 +541,7 @@ async def _work_connected(database_url: str, stalled_after: float, heartbeat: fl
     app = _app(database_url, sync=False)
     async with app.open_async():
         await app.connector.execute_query_async(_OUTCOMES_DDL)
+        await app.connector.execute_query_async(columns_ddl(OUTCOMES_TABLE))
         while not stop.is_set():
             # shutdown_graceful_timeout=0: on SIGTERM the running job stops at its next step
             # and goes back to the queue, rather than holding the worker for the whole run.
@@ -541,8 +572,8 @@ async def _work_connected(database_url: str, stalled_after: float, heartbeat: fl
 
 async def _work_left(app: Any) -> bool:
     row = await app.connector.execute_query_one_async(
-        "SELECT count(*) AS n FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status IN ('todo', 'doing')",
-        queue=QUEUE)
+        "SELECT count(*) AS n FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status IN ('todo', 'doing') "
+        "AND (scheduled_at IS NULL OR scheduled_at <= now())", queue=QUEUE)  # a waiting job is no work
     return bool(row["n"])
 
 
@@ -583,19 +614,22 @@ def _requeue_if_free(database_url: str, job_id: int) -> bool:
 _SHOWN_STATUS = {"aborted": "cancelled", "aborting": "cancelled"}
 # What run.json may say while the job has each status (None: no run.json yet). A job
 # back in the queue was interrupted, or its worker was killed before it could say so.
-_RUN_STATUS_OF: dict[str, set[str | None]] = {"todo": {None, "interrupted", "running"}, "doing": {None, "running", "interrupted"},
-                  "succeeded": {"done"}, "failed": {None, "failed"}, "cancelled": {None, "cancelled"}}
+# A waiting job's run is paused at its question; answered, it is todo with its run still paused.
+_RUN_STATUS_OF: dict[str, set[str | None]] = {
+    "todo": {None, "interrupted", "running", "paused"}, "doing": {None, "running", "interrupted", "paused"},
+    WAITING: {"paused"}, "succeeded": {"done"}, "failed": {None, "failed"}, "cancelled": {None, "cancelled"}}
 
 
 @dataclass(frozen=True)
 class JobRow:
     id: int
-    status: str  # todo | doing | succeeded | failed | cancelled
+    status: str  # todo | doing | waiting (for `jobs answer`) | succeeded | failed | cancelled
     question: str
     attempts: int
     run_dir: str | None  # None until a worker made it
     run_status: str | None  # run.json's status, None without one
-    reason: str | None  # why it failed, was cancelled or interrupted
+    reason: str | None  # why it failed, was cancelled or interrupted, or what it waits for
+    waiting_for: dict[str, Any] | None = None  # the question a waiting job's run asks (review.py's request)
 
 
 def agrees(job_status: str, run_status: str | None) -> bool:
@@ -609,21 +643,23 @@ def list_jobs(database_url: str, status: str | None = None, job_id: int | None =
 
 
 def _rows(app: Any, status: str | None = None, job_id: int | None = None) -> list[JobRow]:
-    wanted = [status, *[raw for raw, shown in _SHOWN_STATUS.items() if shown == status]] if status else [None]
+    asked = "todo" if status == WAITING else status  # procrastinate's status of a waiting job
+    wanted = [asked, *[raw for raw, shown in _SHOWN_STATUS.items() if shown == asked]] if asked else [None]
     found = [j for s in wanted for j in app.job_manager.list_jobs(queue=QUEUE, status=s, id=job_id)]
-    reasons = _reasons(app, [int(j.id) for j in found])
-    return [_row(j, reasons.get(int(j.id))) for j in sorted(found, key=lambda j: int(j.id))]
+    outcomes = _outcomes(app, [int(j.id) for j in found])
+    rows = [_row(j, outcomes.get(int(j.id), {})) for j in sorted(found, key=lambda j: int(j.id))]
+    return [r for r in rows if r.status == status] if status in (WAITING, "todo") else rows
 
 
-def _reasons(app: Any, ids: list[int]) -> dict[int, str | None]:
+def _outcomes(app: Any, ids: list[int]) -> dict[int, dict[str, Any]]:
     if not ids:
         return {}
-    rows = app.connector.execute_query_all(f"SELECT job_id, reason FROM {OUTCOMES_TABLE} "
+    rows = app.connector.execute_query_all(f"SELECT job_id, run_status, reason, request, answer FROM {OUTCOMES_TABLE} "
                                            "WHERE job_id = ANY(%(ids)s)", ids=ids)
-    return {int(r["job_id"]): r["reason"] for r in rows}
+    return {int(r["job_id"]): r for r in rows}
 
 
-def _row(job: Any, reason: str | None) -> JobRow:
+def _row(job: Any, outcome: dict[str, Any]) -> JobRow:
     from briefroom import runs
 
     run_dir = run_dir_of(Path(job.task_kwargs.get("runs_root", ".")), int(job.id))
@@ -631,11 +667,15 @@ def _row(job: Any, reason: str | None) -> JobRow:
     with contextlib.suppress(ConfigError):
         record = runs.load(run_dir) if (run_dir / runs.RECORD_FILE).is_file() else None
     status = str(getattr(job.status, "value", job.status))
-    return JobRow(id=int(job.id), status=_SHOWN_STATUS.get(status, status),
+    # todo, not yet answered, its run paused at the question the outcome row keeps: waiting
+    waiting = status == "todo" and outcome.get("run_status") == WAITING and outcome.get("answer") is None
+    reason = outcome.get("reason")
+    return JobRow(id=int(job.id), status=WAITING if waiting else _SHOWN_STATUS.get(status, status),
                   question=str(job.task_kwargs.get("question", "")), attempts=int(job.attempts),
                   run_dir=str(run_dir) if run_dir.is_dir() else None,
                   run_status=record.status if record else None,
-                  reason=reason or (record.error if record else None))
+                  reason=reason or (record.error if record else None),
+                  waiting_for=outcome.get("request") if waiting else None)
 
 
 def show_job(database_url: str, job_id: int) -> JobRow:
@@ -646,12 +686,31 @@ def show_job(database_url: str, job_id: int) -> JobRow:
 
 
 def cancel_job(database_url: str, job_id: int) -> bool:
-    """A waiting job is cancelled; a running one is asked to stop at its next step (it
-    ends `cancelled`, its run.json too, and keeps its checkpoint)."""
+    """A job not yet running is cancelled; a running one is asked to stop at its next
+    step (it ends `cancelled`, its run.json too, and keeps its checkpoint)."""
+    from briefroom import runs
+
     with queue(database_url) as app:
-        if not _rows(app, job_id=job_id):
+        found = _rows(app, job_id=job_id)
+        if not found:
             raise ConfigError(f"no job {job_id} in the queue")
-        return bool(app.job_manager.cancel_job_by_id(job_id, abort=True))
+        cancelled = bool(app.job_manager.cancel_job_by_id(job_id, abort=True))
+        row = _rows(app, job_id=job_id)[0]
+        # A job paused at its question has no worker to write run.json: this does, once the
+        # queue says it is cancelled (a todo job cancels at once; no worker can take it now).
+        if cancelled and row.status == "cancelled" and row.run_status == "paused" and row.run_dir:
+            run_dir = Path(row.run_dir)
+            runs.update(run_dir, runs.load(run_dir), status="cancelled", resumable=True,
+                        error="cancelled while waiting for its user (briefroom jobs cancel)")
+        return cancelled
+
+
+def answer(database_url: str, job_id: int, answers: dict[str, Any]) -> Any:
+    """`briefroom jobs answer`: the answer to the question a waiting job asks, checked and
+    kept, and the job back in the queue (`job_review.answer_job`); returns the request."""
+    with queue(database_url):  # the schema, the first time
+        pass
+    return answer_job(database_url, OUTCOMES_TABLE, job_id, answers)
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, every: float = 0.5) -> bool:
