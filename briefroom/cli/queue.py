@@ -65,13 +65,13 @@ def worker(
 ) -> None:
     """Run research jobs from the queue. A job whose worker died is taken up by another and
     goes on from its last checkpoint."""
-    from briefroom import jobs
+    from briefroom import job_workers, jobs
 
     url = _database_url(database_url)
     stalled = float(os.environ.get("BRIEFROOM_JOB_STALLED_AFTER", jobs.STALLED_AFTER_S))
     heartbeat = min(jobs.HEARTBEAT_S, stalled / 3)
     try:
-        jobs.work(url, processes, stalled_after=stalled, heartbeat=heartbeat, wait=not until_empty)
+        job_workers.work(url, processes, stalled_after=stalled, heartbeat=heartbeat, wait=not until_empty)
     except BriefroomError as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
