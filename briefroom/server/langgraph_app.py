@@ -78,6 +78,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 
 from briefroom.errors import BriefroomError, ConfigError
@@ -370,7 +371,7 @@ def research_node(policy: ServePolicy) -> ServedNode:
     return research
 
 
-def _review(state: ServeState) -> ReviewFields:
+def _review(state: ServeState) -> Command:
     """The `review` node (`server/review_node.py`), its failures reaching the client as a run's do."""
     try:
         return review(state)
@@ -454,10 +455,9 @@ def build_served_graph(policy: ServePolicy, checkpointer: Any = None) -> ServedG
     graph = StateGraph(ServeState, context_schema=ServeContext, input_schema=ResearchInput,
                        output_schema=ResearchOutput)
     graph.add_node("research", research_node(policy))
-    graph.add_node(REVIEW_NODE, _review)
+    graph.add_node(REVIEW_NODE, _review, destinations=("research",))  # goes on through a Send
     graph.add_edge(START, "research")
     graph.add_conditional_edges("research", next_after_research, [REVIEW_NODE, END])
-    graph.add_edge(REVIEW_NODE, "research")
     return graph.compile(name=GRAPH_ID, checkpointer=checkpointer)
 
 

@@ -16,26 +16,28 @@ skip the check nor answer a question the run does not ask.
 
 Served state the client never sends as input (`ResearchInput` leaves these out):
 `waiting` (the request, JSON), `served_run` (the run directory's name, looked up under
-the server's runs folder like a served `resume`) and `answer` (the checked answer).
+the server's runs folder like a served `resume`) and `answer` (the checked answer, sent
+to the research node with `Send`, so a failed resume leaves none in the thread).
 """
 
 from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from langgraph.types import interrupt
+from langgraph.types import Command, Send, interrupt
 from pydantic import ValidationError
 
 from briefroom.errors import ConfigError
 from briefroom.review import ClarifyRequest, GivenAnswer, PlanReviewRequest, ask_user, parse_request
 
 REVIEW_NODE = "review"
+RESEARCH_NODE = "research"
 
 
 class ReviewFields(TypedDict, total=False):
     waiting: dict[str, Any] | None  # the request a paused run waits on (PlanReviewRequest | ClarifyRequest)
     served_run: str | None  # the paused run's directory name, under the server's runs folder
-    answer: dict[str, Any] | None  # the client's answer, checked against `waiting`
+    answer: dict[str, Any] | None  # the client's answer, checked against `waiting` (only in `review`'s Send)
 
 
 def waiting_request(state: ReviewFields) -> PlanReviewRequest | ClarifyRequest:
@@ -46,13 +48,18 @@ def waiting_request(state: ReviewFields) -> PlanReviewRequest | ClarifyRequest:
         raise ConfigError("this thread holds no question of a paused run") from None
 
 
-def review(state: ReviewFields) -> ReviewFields:
+def review(state: ReviewFields) -> Command:
     """Pause the served graph until the client answers the run's question; an answer
     that does not fit is asked again with the reason (LangGraph reruns this node from
-    its start on every resume and hands each `interrupt()` its answer in order)."""
+    its start on every resume and hands each `interrupt()` its answer in order).
+
+    The answer goes to the research node in the message that starts it (`Send`), not
+    into the thread's state: if resuming the run fails, the thread keeps no answer that
+    would turn the client's next run on it into this run's continuation."""
     request = waiting_request(state)
     answer = ask_user(request, interrupt)
-    return ReviewFields(answer=answer.model_dump(mode="json", exclude_defaults=True))
+    given = answer.model_dump(mode="json", exclude_defaults=True)
+    return Command(goto=Send(RESEARCH_NODE, {**state, "answer": given}))
 
 
 def given_answer(state: ReviewFields) -> GivenAnswer | None:

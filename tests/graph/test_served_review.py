@@ -9,6 +9,7 @@ the test model); tests/e2e/test_langgraph_server.py does it through a real `lang
 
 from __future__ import annotations
 
+import fcntl
 import json
 import sys
 from pathlib import Path
@@ -124,14 +125,33 @@ def test_a_rewritten_thread_state_cannot_answer_a_question_the_run_does_not_ask(
     context = {"model": "test", "rounds": 1, "review_plan": True}
     graph.invoke({"question": QUESTION, "corpus": [small_corpus.name]}, config=config, context=context)
     real = interrupt_of(graph, config)
-    graph.update_state(config, {"waiting": {"kind": "clarify", "goal": QUESTION, "questions": ["Which year?"]}})
+    graph.update_state(config, {"waiting": {"kind": "clarify", "goal": QUESTION, "questions": ["Which year?"]}},
+                       as_node="research")
     graph.invoke(Command(resume={"accept": True}), config=config, context=context)
     assert interrupt_of(graph, config) == real  # the run's own plan, still unanswered
     run_dir = Path(graph.get_state(config).values["run_dir"])
     assert not searched(run_dir) and runs.load(run_dir).status == "paused"
-    graph.update_state(config, {"waiting": {"kind": "nonsense"}})
+    graph.update_state(config, {"waiting": {"kind": "nonsense"}}, as_node="research")
     with pytest.raises(RunFailed, match="no question of a paused run"):
         graph.invoke(Command(resume={"accept": True}), config=config, context=context)
+
+
+def test_an_answer_whose_run_cannot_go_on_is_not_left_for_the_clients_next_run(policy, small_corpus):
+    """The run directory is in use when the answer arrives: the client hears why, and its
+    next run on the thread is a new run, not the paused one taking that answer."""
+    graph = build_served_graph(policy, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "client-6"}}
+    context = {"model": "test", "rounds": 1, "review_plan": True}
+    graph.invoke({"question": QUESTION, "corpus": [small_corpus.name]}, config=config, context=context)
+    paused = Path(graph.get_state(config).values["run_dir"])
+    with open(paused / "run.lock", "w") as held:  # another process holds the run
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(RunFailed, match="in use by another briefroom process"):
+            graph.invoke(Command(resume={"accept": True}), config=config, context=context)
+    out = graph.invoke({"question": QUESTION, "corpus": [small_corpus.name]}, config=config,
+                       context={"model": "test", "rounds": 1})
+    assert out["report"].startswith("# ") and Path(out["run_dir"]) != paused
+    assert runs.load(paused).status == "paused"  # still waiting for its answer
 
 
 def test_a_paused_served_run_resumed_by_name_asks_its_question_again(policy, small_corpus):
