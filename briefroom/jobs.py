@@ -10,7 +10,7 @@ One job, one owner. The worker running a job holds its *lease*: a PostgreSQL adv
 lock on a connection of its own, which the server frees the moment that connection goes
 (the process was killed, its machine lost, the database restarted) and never while the
 process lives, paused or not. A job whose worker stopped sending heartbeats goes back
-to the queue only if its lease is free (`_requeue_if_free`), so a worker paused past
+to the queue only if its lease is free (`job_workers.py`, `_requeue_if_free`), so a worker paused past
 the stall timeout keeps its job; and only the lease holder writes the job's final
 status (`_FencedJobManager`), so a worker that lost its lease cannot overwrite the
 status of the worker that took the job over. The worker that takes a job up resumes
@@ -21,6 +21,10 @@ agree (`agrees`): done/succeeded, failed/failed (with the reason, kept for `jobs
 even when the run never started), cancelled/cancelled, interrupted/todo (re-queued: the
 worker was stopped, or the database went away under it). A worker outlives a database
 restart: it says so in one line, waits for the database, and starts again.
+
+A job submitted with `--review-plan` or `--clarify` pauses at its question *waiting*
+for `briefroom jobs answer` (waiting/paused), then resumes on any worker
+(`job_review.py`).
 """
 
 from __future__ import annotations
@@ -28,10 +32,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import multiprocessing
-import os
-import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -40,8 +40,18 @@ from pathlib import Path
 from typing import Any
 
 from briefroom.config import Settings
-from briefroom.database import connection_lost, first_line, is_postgres_url, public_url, scrub
+from briefroom.database import first_line, is_postgres_url
 from briefroom.errors import ConfigError
+from briefroom.job_review import (
+    WAITING,
+    JobWaiting,
+    answer_job,
+    columns_ddl,
+    request_json,
+    retry_strategy,
+    stored_answer,
+    waiting_sql,
+)
 
 QUEUE = "research"
 TASK = "briefroom.research"
@@ -90,12 +100,13 @@ def _app(database_url: str, *, sync: bool) -> Any:
     if not sync:
         app.job_manager = _fenced_manager(connector, database_url)
     # An interrupted run goes back to the queue as often as it is interrupted; an error
-    # does not (it would fail again).
-    retry = procrastinate.RetryStrategy(retry_exceptions={JobInterruptedError})
+    # does not (it would fail again); a run waiting for its user waits there.
+    retry = retry_strategy(JobInterruptedError)
 
     @app.task(name=TASK, queue=QUEUE, pass_context=True, retry=retry)
-    def research(context: Any, question: str, corpus: list[str], runs_root: str, settings: dict[str, Any]) -> str:
-        return _run_job(context, question, corpus, Path(runs_root), settings, database_url)
+    def research(context: Any, question: str, corpus: list[str], runs_root: str, settings: dict[str, Any],
+                 review: dict[str, bool] | None = None) -> str:
+        return _run_job(context, question, corpus, Path(runs_root), settings, database_url, review)
 
     return app
 
@@ -115,6 +126,7 @@ def _ensure_schema(app: Any) -> None:
     if not row["present"]:
         app.schema_manager.apply_schema()
     app.connector.execute_query(_OUTCOMES_DDL)
+    app.connector.execute_query(columns_ddl(OUTCOMES_TABLE))
 
 
 # Why each job ended, written by its worker: `jobs show` gives the reason even for a
@@ -151,16 +163,18 @@ def check_job(question: str, corpus: Sequence[Path], chosen: dict[str, Any]) -> 
 
 
 def submit(database_url: str, question: str, corpus: Sequence[Path], runs_root: Path,
-           choices: dict[str, Any] | None = None) -> int:
+           choices: dict[str, Any] | None = None, review: dict[str, bool] | None = None) -> int:
     """Queue one research job; returns its id (its run directory is `runs_root/job-<id>`).
     `choices`: the settings the submitter chose (model, rounds, ...); everything else,
-    keys and endpoints included, comes from the worker's own environment."""
+    keys and endpoints included, comes from the worker's own environment. `review`:
+    {"plan": ..., "clarify": ...}, what the run asks its user (`job_review.py`)."""
     chosen = {k: v for k, v in (choices or {}).items() if v is not None}
     cleaned = check_job(question, corpus, chosen)
     with queue(database_url) as app:
         job_id = app.tasks[TASK].defer(question=cleaned, corpus=[str(Path(p).resolve()) for p in corpus],
                                        runs_root=str(runs_root.resolve()),
-                                       settings={k: str(v) if isinstance(v, Path) else v for k, v in chosen.items()})
+                                       settings={k: str(v) if isinstance(v, Path) else v for k, v in chosen.items()},
+                                       review={k: bool(v) for k, v in (review or {}).items() if k in ("plan", "clarify")})
     return int(job_id)
 
 
@@ -290,7 +304,7 @@ def _fenced_manager(connector: Any, database_url: str) -> Any:
 # --- running one job -----------------------------------------------------------------
 
 def _run_job(context: Any, question: str, corpus: list[str], runs_root: Path, settings: dict[str, Any],
-             database_url: str) -> str:
+             database_url: str, review: dict[str, bool] | None = None) -> str:
     """The task body (in a worker thread): take the lease, run or resume the run, and
     turn how it ended into what the queue records."""
     from procrastinate.exceptions import JobAborted
@@ -309,7 +323,13 @@ def _run_job(context: Any, question: str, corpus: list[str], runs_root: Path, se
     _LEASES[job_id] = lease  # released once the queue has the job's status (_FencedJobManager)
     lease.keep(every=HEARTBEAT_S)
     try:
-        report = _research(context, lease, question, corpus, runs_root, settings, database_url)
+        report = _research(context, lease, question, corpus, runs_root, settings, database_url, review)
+    except JobWaiting as exc:  # run.json says paused; the queue keeps it todo, far ahead (job_review.py)
+        try:  # without its question stored, nobody could answer it: try again now instead
+            lease.execute(waiting_sql(OUTCOMES_TABLE), (job_id, str(exc), request_json(exc.request)))
+        except Exception as lost:
+            raise JobInterruptedError(f"job {job_id}: {first_line(lost, database_url)}") from lost
+        raise
     except BaseException as exc:
         status, reason, _ = runs.ending_of(exc)
         _record_outcome(lease, status, reason)
@@ -323,10 +343,11 @@ def _run_job(context: Any, question: str, corpus: list[str], runs_root: Path, se
 
 
 def _research(context: Any, lease: JobLease, question: str, corpus: list[str], runs_root: Path,
-              settings: dict[str, Any], database_url: str) -> str:
+              settings: dict[str, Any], database_url: str, review: dict[str, bool] | None = None) -> str:
     from procrastinate.job_context import AbortReason
 
     from briefroom import runs
+    from briefroom.review import ReviewOptions
     from briefroom.run import ResearchRequest, resume_research, run_research
 
     job_id = int(context.job.id)
@@ -346,11 +367,16 @@ def _research(context: Any, lease: JobLease, question: str, corpus: list[str], r
     # worker can take it up after another died.
     if (run_dir / runs.RECORD_FILE).is_file():  # a retry after its worker died or stopped: go on
         _wait_for_run_lock(run_dir, RUN_LOCK_WAIT_S)
-        result = resume_research(run_dir, {"database_url": database_url}, progress=progress)
+        with lease._lock:  # a run paused at a question goes on with the answer `jobs answer` kept
+            answer = stored_answer(lease._conn, OUTCOMES_TABLE, job_id)
+        result = resume_research(run_dir, {"database_url": database_url}, progress=progress, reviewer=answer)
     else:
         chosen = Settings.from_env(**settings, database_url=database_url)  # the job's choices, this worker's rest
         result = run_research(ResearchRequest(question=question, corpus=[Path(p) for p in corpus], out=run_dir,
-                                              thread_id=run_dir.name), chosen, progress=progress)
+                                              thread_id=run_dir.name, review=ReviewOptions(**(review or {}))),
+                              chosen, progress=progress)
+    if result.status == "paused" and result.waiting_for is not None:
+        raise JobWaiting(result.waiting_for)
     return str(result.report)
 
 
@@ -379,202 +405,8 @@ def _record_outcome(lease: JobLease, run_status: str, reason: str | None) -> Non
     with contextlib.suppress(Exception):
         lease.execute(f"INSERT INTO {OUTCOMES_TABLE} (job_id, run_status, reason) VALUES (%s, %s, %s) "
                       "ON CONFLICT (job_id) DO UPDATE SET run_status = excluded.run_status, "
-                      "reason = excluded.reason, updated = now()", (lease.job_id, run_status, reason))
-
-
-# --- workers -------------------------------------------------------------------------
-
-def work(database_url: str, processes: int = 1, *, stalled_after: float = STALLED_AFTER_S,
-         heartbeat: float = HEARTBEAT_S, wait: bool = True) -> None:
-    """Run `processes` worker processes, one job at a time each, until interrupted
-    (or, with `wait=False`, until no job is waiting or running)."""
-    _check_reachable(database_url)  # one clear line for a database that is not there
-    if processes == 1:
-        _worker_process(database_url, stalled_after, heartbeat, wait)
-        return
-    ctx = multiprocessing.get_context("spawn")  # no inherited locks, threads or open stores
-    children = [ctx.Process(target=_worker_process, args=(database_url, stalled_after, heartbeat, wait),
-                            name=f"briefroom-worker-{n}") for n in range(processes)]
-    for child in children:
-        child.start()
-    try:
-        for child in children:
-            child.join()
-    except KeyboardInterrupt:
-        for child in children:
-            if child.pid:
-                os.kill(child.pid, signal.SIGTERM)
-        for child in children:
-            child.join()
-
-
-def _check_reachable(database_url: str) -> None:
-    """The queue's database answers, or a ConfigError in one line (no pool retrying for
-    30 s and logging every attempt)."""
-    if not is_postgres_url(database_url):
-        raise ConfigError("the job queue needs a PostgreSQL URL (postgresql://...)")
-    try:
-        import psycopg
-    except ImportError:
-        raise ConfigError("the job queue needs the server extra: pip install 'briefroom[server]'") from None
-    try:
-        psycopg.connect(database_url, connect_timeout=10).close()
-    except Exception as exc:
-        raise ConfigError(f"the job queue at {public_url(database_url)}: {first_line(exc, database_url)}") from None
-
-
-class _OneLine(logging.Formatter):
-    """Library log records as one line each, without tracebacks or the database password."""
-
-    def __init__(self, database_url: str):
-        super().__init__()
-        self._url = database_url
-
-    def format(self, record: logging.LogRecord) -> str:
-        lines = record.getMessage().strip().splitlines() or [""]
-        return scrub(f"worker {os.getpid()}: {record.levelname.lower()}: {lines[0][:300]}", self._url)
-
-
-def _quiet_logs(database_url: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_OneLine(database_url))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING)
-    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)  # we say it once, in _work_async
-
-
-def _worker_process(database_url: str, stalled_after: float, heartbeat: float, wait: bool) -> None:
-    _quiet_logs(database_url)
-    asyncio.run(_work_async(database_url, stalled_after, heartbeat, wait))
-
-
-async def _work_async(database_url: str, stalled_after: float, heartbeat: float, wait: bool) -> None:
-    """Work until stopped (SIGTERM, Ctrl-C) or, with `wait=False`, until the queue is
-    empty; a database that goes away is waited for, then the worker starts again."""
-    stop = asyncio.Event()
-    current: list[Any] = []  # the procrastinate worker of this connection, to stop it
-
-    def on_stop() -> None:
-        stop.set()
-        for worker in current:
-            worker.stop()
-
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_stop)
-    while not stop.is_set():
-        try:
-            if await _work_connected(database_url, stalled_after, heartbeat, wait, stop, current):
-                return
-            _say_database_went_away(None, database_url)
-        except Exception as exc:
-            if not connection_lost(exc) and not _is_pool_timeout(exc):
-                raise
-            _say_database_went_away(exc, database_url)
-        finally:
-            current.clear()
-        await _wait_until_reachable(database_url, stop)
-
-
-def _say_database_went_away(exc: BaseException | None, database_url: str) -> None:
-    why = f" ({first_line(exc, database_url)})" if exc is not None else ""
-    sys.stderr.write(f"worker {os.getpid()}: the database went away{why}; waiting for it to come back, then the "
-                     "worker starts again and its job resumes from its checkpoint\n")
-    sys.stderr.flush()
-
-
-def _is_pool_timeout(exc: BaseException) -> bool:
-    try:
-        from psycopg_pool import PoolTimeout
-    except ImportError:
-        return False
-    return isinstance(exc, PoolTimeout) or isinstance(exc.__cause__, PoolTimeout)
-
-
-async def _wait_until_reachable(database_url: str, stop: asyncio.Event) -> None:
-    while not stop.is_set():
-        try:
-            await asyncio.to_thread(_check_reachable, database_url)
-            return
-        except ConfigError:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), RECONNECT_EVERY_S)
-
-
-async def _work_connected(database_url: str, stalled_after: float, heartbeat: float, wait: bool,
-                          stop: asyncio.Event, current: list[Any]) -> bool:
-    """One connection's worth of work; True when the worker is done (stopped, or the
-    queue is empty with `wait=False`), False when it lost the database."""
-    from procrastinate.worker import Worker
-
-    app = _app(database_url, sync=False)
-    async with app.open_async():
-        await app.connector.execute_query_async(_OUTCOMES_DDL)
-        while not stop.is_set():
-            # shutdown_graceful_timeout=0: on SIGTERM the running job stops at its next step
-            # and goes back to the queue, rather than holding the worker for the whole run.
-            worker = Worker(app, queues=[QUEUE], concurrency=1, wait=wait, update_heartbeat_interval=heartbeat,
-                            stalled_worker_timeout=stalled_after, install_signal_handlers=False,
-                            shutdown_graceful_timeout=0, fetch_job_polling_interval=min(5.0, stalled_after))
-            app.job_manager.on_write_failed = worker.stop
-            current[:] = [worker]
-            sweeper = asyncio.create_task(_sweep(app, database_url, stalled_after))
-            try:
-                await worker.run()
-            finally:
-                sweeper.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await sweeper
-            if stop.is_set():
-                return True
-            if wait:  # it stopped by itself: a side task (heartbeat, listener) lost the database
-                return False
-            if not await _work_left(app):
-                return True
-            # a job is still `doing`: its worker lives (wait for it) or stalled (the sweep re-queues it)
-            await _sweep_once(app, database_url, stalled_after)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), SWEEP_EVERY_S)
-    return True
-
-
-async def _work_left(app: Any) -> bool:
-    row = await app.connector.execute_query_one_async(
-        "SELECT count(*) AS n FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status IN ('todo', 'doing')",
-        queue=QUEUE)
-    return bool(row["n"])
-
-
-async def _sweep(app: Any, database_url: str, stalled_after: float) -> None:
-    while True:
-        with contextlib.suppress(Exception):  # a sweep that fails is tried again; the worker notices the database
-            await _sweep_once(app, database_url, stalled_after)
-        await asyncio.sleep(SWEEP_EVERY_S)
-
-
-async def _sweep_once(app: Any, database_url: str, stalled_after: float) -> None:
-    """Put back in the queue every job whose worker went silent and whose lease is free."""
-    stalled = await app.job_manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=stalled_after)
-    for job in stalled:
-        await asyncio.to_thread(_requeue_if_free, database_url, int(job.id))
-
-
-def _requeue_if_free(database_url: str, job_id: int) -> bool:
-    """In one transaction: the lease is free (so no live process holds the job), the job
-    is still `doing`, back to `todo`. The transaction's own hold on the lease ends at
-    commit, when the job is there for any worker."""
-    import psycopg
-
-    with psycopg.connect(database_url, connect_timeout=10) as conn, conn.transaction():
-        free = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (_lease_key(job_id),)).fetchone()
-        if not (free and free[0]):
-            return False
-        row = conn.execute("SELECT status FROM procrastinate_jobs WHERE id = %s FOR UPDATE", (job_id,)).fetchone()
-        if not row or row[0] != "doing":
-            return False
-        conn.execute("SELECT procrastinate_retry_job_v2(%s, now(), NULL, NULL, NULL)", (job_id,))
-        return True
+                      "reason = excluded.reason, request = NULL, answer = NULL, updated = now()",
+                      (lease.job_id, run_status, reason))
 
 
 # --- reading and steering the queue --------------------------------------------------
@@ -583,19 +415,22 @@ def _requeue_if_free(database_url: str, job_id: int) -> bool:
 _SHOWN_STATUS = {"aborted": "cancelled", "aborting": "cancelled"}
 # What run.json may say while the job has each status (None: no run.json yet). A job
 # back in the queue was interrupted, or its worker was killed before it could say so.
-_RUN_STATUS_OF: dict[str, set[str | None]] = {"todo": {None, "interrupted", "running"}, "doing": {None, "running", "interrupted"},
-                  "succeeded": {"done"}, "failed": {None, "failed"}, "cancelled": {None, "cancelled"}}
+# A waiting job's run is paused at its question; answered, it is todo with its run still paused.
+_RUN_STATUS_OF: dict[str, set[str | None]] = {
+    "todo": {None, "interrupted", "running", "paused"}, "doing": {None, "running", "interrupted", "paused"},
+    WAITING: {"paused"}, "succeeded": {"done"}, "failed": {None, "failed"}, "cancelled": {None, "cancelled"}}
 
 
 @dataclass(frozen=True)
 class JobRow:
     id: int
-    status: str  # todo | doing | succeeded | failed | cancelled
+    status: str  # todo | doing | waiting (for `jobs answer`) | succeeded | failed | cancelled
     question: str
     attempts: int
     run_dir: str | None  # None until a worker made it
     run_status: str | None  # run.json's status, None without one
-    reason: str | None  # why it failed, was cancelled or interrupted
+    reason: str | None  # why it failed, was cancelled or interrupted, or what it waits for
+    waiting_for: dict[str, Any] | None = None  # the question a waiting job's run asks (review.py's request)
 
 
 def agrees(job_status: str, run_status: str | None) -> bool:
@@ -609,21 +444,23 @@ def list_jobs(database_url: str, status: str | None = None, job_id: int | None =
 
 
 def _rows(app: Any, status: str | None = None, job_id: int | None = None) -> list[JobRow]:
-    wanted = [status, *[raw for raw, shown in _SHOWN_STATUS.items() if shown == status]] if status else [None]
+    asked = "todo" if status == WAITING else status  # procrastinate's status of a waiting job
+    wanted = [asked, *[raw for raw, shown in _SHOWN_STATUS.items() if shown == asked]] if asked else [None]
     found = [j for s in wanted for j in app.job_manager.list_jobs(queue=QUEUE, status=s, id=job_id)]
-    reasons = _reasons(app, [int(j.id) for j in found])
-    return [_row(j, reasons.get(int(j.id))) for j in sorted(found, key=lambda j: int(j.id))]
+    outcomes = _outcomes(app, [int(j.id) for j in found])
+    rows = [_row(j, outcomes.get(int(j.id), {})) for j in sorted(found, key=lambda j: int(j.id))]
+    return [r for r in rows if r.status == status] if status in (WAITING, "todo") else rows
 
 
-def _reasons(app: Any, ids: list[int]) -> dict[int, str | None]:
+def _outcomes(app: Any, ids: list[int]) -> dict[int, dict[str, Any]]:
     if not ids:
         return {}
-    rows = app.connector.execute_query_all(f"SELECT job_id, reason FROM {OUTCOMES_TABLE} "
+    rows = app.connector.execute_query_all(f"SELECT job_id, run_status, reason, request, answer FROM {OUTCOMES_TABLE} "
                                            "WHERE job_id = ANY(%(ids)s)", ids=ids)
-    return {int(r["job_id"]): r["reason"] for r in rows}
+    return {int(r["job_id"]): r for r in rows}
 
 
-def _row(job: Any, reason: str | None) -> JobRow:
+def _row(job: Any, outcome: dict[str, Any]) -> JobRow:
     from briefroom import runs
 
     run_dir = run_dir_of(Path(job.task_kwargs.get("runs_root", ".")), int(job.id))
@@ -631,11 +468,15 @@ def _row(job: Any, reason: str | None) -> JobRow:
     with contextlib.suppress(ConfigError):
         record = runs.load(run_dir) if (run_dir / runs.RECORD_FILE).is_file() else None
     status = str(getattr(job.status, "value", job.status))
-    return JobRow(id=int(job.id), status=_SHOWN_STATUS.get(status, status),
+    # todo, not yet answered, its run paused at the question the outcome row keeps: waiting
+    waiting = status == "todo" and outcome.get("run_status") == WAITING and outcome.get("answer") is None
+    reason = outcome.get("reason")
+    return JobRow(id=int(job.id), status=WAITING if waiting else _SHOWN_STATUS.get(status, status),
                   question=str(job.task_kwargs.get("question", "")), attempts=int(job.attempts),
                   run_dir=str(run_dir) if run_dir.is_dir() else None,
                   run_status=record.status if record else None,
-                  reason=reason or (record.error if record else None))
+                  reason=reason or (record.error if record else None),
+                  waiting_for=outcome.get("request") if waiting else None)
 
 
 def show_job(database_url: str, job_id: int) -> JobRow:
@@ -646,12 +487,31 @@ def show_job(database_url: str, job_id: int) -> JobRow:
 
 
 def cancel_job(database_url: str, job_id: int) -> bool:
-    """A waiting job is cancelled; a running one is asked to stop at its next step (it
-    ends `cancelled`, its run.json too, and keeps its checkpoint)."""
+    """A job not yet running is cancelled; a running one is asked to stop at its next
+    step (it ends `cancelled`, its run.json too, and keeps its checkpoint)."""
+    from briefroom import runs
+
     with queue(database_url) as app:
-        if not _rows(app, job_id=job_id):
+        found = _rows(app, job_id=job_id)
+        if not found:
             raise ConfigError(f"no job {job_id} in the queue")
-        return bool(app.job_manager.cancel_job_by_id(job_id, abort=True))
+        cancelled = bool(app.job_manager.cancel_job_by_id(job_id, abort=True))
+        row = _rows(app, job_id=job_id)[0]
+        # A job paused at its question has no worker to write run.json: this does, once the
+        # queue says it is cancelled (a todo job cancels at once; no worker can take it now).
+        if cancelled and row.status == "cancelled" and row.run_status == "paused" and row.run_dir:
+            run_dir = Path(row.run_dir)
+            runs.update(run_dir, runs.load(run_dir), status="cancelled", resumable=True,
+                        error="cancelled while waiting for its user (briefroom jobs cancel)")
+        return cancelled
+
+
+def answer(database_url: str, job_id: int, answers: dict[str, Any]) -> Any:
+    """`briefroom jobs answer`: the answer to the question a waiting job asks, checked and
+    kept, and the job back in the queue (`job_review.answer_job`); returns the request."""
+    with queue(database_url):  # the schema, the first time
+        pass
+    return answer_job(database_url, OUTCOMES_TABLE, job_id, answers)
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, every: float = 0.5) -> bool:

@@ -27,6 +27,7 @@ An answer that does not fit its request is refused with a one-line reason
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
@@ -37,6 +38,11 @@ from briefroom.errors import BriefroomError
 
 MAX_CLARIFYING_QUESTIONS = 3
 MAX_QUESTION_CHARS = 300  # a sub-question's bound (the Planner's `Subquestion`)
+# A note and a clarifying answer become charter constraints, read in every prompt (P0,
+# never cut): bounded, as an answer may come from a network client (the served API).
+MAX_NOTE_CHARS = 1000
+MAX_ANSWER_CHARS = 300
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")  # tab, newline, CR: whitespace
 
 
 class ReviewError(BriefroomError):
@@ -173,8 +179,8 @@ def _check_plan_answer(answer: PlanAnswer, request: PlanReviewRequest) -> PlanAn
             raise ReviewError(f"{task_id} is both edited and dropped")
     for text in answer.add:
         _check_text(text, "added sub-question")
-    if answer.note is not None and not answer.note.strip():
-        raise ReviewError("the note is empty")
+    if answer.note is not None:
+        _check_text(answer.note, "note", MAX_NOTE_CHARS)
     left = len(known - set(answer.drop)) + len(answer.add)
     if left == 0:
         raise ReviewError("the plan would have no sub-question left; add one or drop fewer")
@@ -184,11 +190,13 @@ def _check_plan_answer(answer: PlanAnswer, request: PlanReviewRequest) -> PlanAn
     return answer
 
 
-def _check_text(text: str, what: str) -> None:
+def _check_text(text: str, what: str, limit: int = MAX_QUESTION_CHARS) -> None:
     if not text.strip():
         raise ReviewError(f"the {what} is empty")
-    if len(text) > MAX_QUESTION_CHARS:
-        raise ReviewError(f"the {what} has {len(text)} characters; at most {MAX_QUESTION_CHARS}")
+    if len(text) > limit:
+        raise ReviewError(f"the {what} has {len(text):,} characters; at most {limit:,}")
+    if _CONTROL.search(text):  # ESC, NUL, ...: they would reach the terminal and report.md raw
+        raise ReviewError(f"the {what} holds control characters")
 
 
 def _check_clarify_answer(answer: ClarifyAnswer, request: ClarifyRequest) -> ClarifyAnswer:
@@ -196,6 +204,9 @@ def _check_clarify_answer(answer: ClarifyAnswer, request: ClarifyRequest) -> Cla
         raise ReviewError("'accept' answers no question; leave it out to give answers")
     if len(answer.answers) > len(request.questions):
         raise ReviewError(f"{len(answer.answers)} answers for {len(request.questions)} question(s)")
+    for n, text in enumerate(answer.answers, start=1):
+        if text.strip():  # "" leaves a question unanswered
+            _check_text(text, f"answer {n}", MAX_ANSWER_CHARS)
     return answer
 
 
@@ -249,6 +260,26 @@ def answer_for(file_value: dict[str, Any], request: PlanReviewRequest | ClarifyR
         entry = file_value.get(request.kind)
         return entry if isinstance(entry, dict) or entry is None else {"_": entry}
     return file_value
+
+
+def same_request(a: PlanReviewRequest | ClarifyRequest, b: PlanReviewRequest | ClarifyRequest) -> bool:
+    """The same question (a refusal's `error` aside)."""
+    return a.model_dump(exclude={"error"}) == b.model_dump(exclude={"error"})
+
+
+class GivenAnswer:
+    """An answer given outside the run, to the request it was checked against (a served
+    client's, `briefroom jobs answer`'s): it answers that request once and nothing else,
+    so an answer kept for a question the run no longer asks leaves the run paused."""
+
+    def __init__(self, request: PlanReviewRequest | ClarifyRequest, answer: dict[str, Any]):
+        self.request, self.answer, self.used = request, answer, False
+
+    def __call__(self, asked: PlanReviewRequest | ClarifyRequest) -> dict[str, Any] | None:
+        if self.used or not same_request(asked, self.request):
+            return None
+        self.used = True
+        return self.answer
 
 
 class RecordedAnswers:

@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from briefroom.cli.common import DatabaseUrl, DataDir, Json, _fail, _settings, err, stdout
+from briefroom.cli.reviewer import AnswerFile, Clarify
 from briefroom.errors import BriefroomError
 
 
@@ -33,6 +34,9 @@ def submit(
     max_tokens: Annotated[Optional[int], typer.Option(min=1000, help="run budget in tokens")] = None,
     parallel: Annotated[Optional[int], typer.Option(min=1, max=8, help="searcher instances at once")] = None,
     data_dir: DataDir = None,
+    review_plan: Annotated[bool, typer.Option("--review-plan", help="the job waits at its plan (status waiting, "
+                                              "the plan in `jobs show`) for `briefroom jobs answer`")] = False,
+    clarify: Clarify = False,
     database_url: DatabaseUrl = None,
     as_json: Json = False,
 ) -> None:
@@ -44,7 +48,8 @@ def submit(
         raise _fail("no corpus: pass --corpus DIR", 2)
     choices = {"model": model, "rounds": rounds, "max_tokens": max_tokens, "parallel": parallel,
                "data_dir": data_dir}  # what this command chose; the rest is each worker's
-    job_id = _on_database(lambda: jobs.submit(url, question, corpus, runs_root, choices), url)
+    review = {"plan": review_plan, "clarify": clarify}
+    job_id = _on_database(lambda: jobs.submit(url, question, corpus, runs_root, choices, review), url)
     if as_json:
         sys.stdout.write(json.dumps({"job": job_id, "run_dir": str(jobs.run_dir_of(runs_root, job_id))}) + "\n")
     else:
@@ -60,13 +65,13 @@ def worker(
 ) -> None:
     """Run research jobs from the queue. A job whose worker died is taken up by another and
     goes on from its last checkpoint."""
-    from briefroom import jobs
+    from briefroom import job_workers, jobs
 
     url = _database_url(database_url)
     stalled = float(os.environ.get("BRIEFROOM_JOB_STALLED_AFTER", jobs.STALLED_AFTER_S))
     heartbeat = min(jobs.HEARTBEAT_S, stalled / 3)
     try:
-        jobs.work(url, processes, stalled_after=stalled, heartbeat=heartbeat, wait=not until_empty)
+        job_workers.work(url, processes, stalled_after=stalled, heartbeat=heartbeat, wait=not until_empty)
     except BriefroomError as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
@@ -96,7 +101,7 @@ def migrate(
             stdout.print(line, markup=False)
 
 
-jobs_app = typer.Typer(help="The research job queue: list, show, cancel.")
+jobs_app = typer.Typer(help="The research job queue: list, show, answer, cancel.")
 
 
 def _on_database(call, url: str, what: str = "job queue"):
@@ -114,7 +119,7 @@ def _on_database(call, url: str, what: str = "job queue"):
 
 @jobs_app.command("list")
 def jobs_list(
-    status: Annotated[Optional[str], typer.Option(help="todo, doing, succeeded, failed, cancelled, aborted")] = None,
+    status: Annotated[Optional[str], typer.Option(help="todo, doing, waiting, succeeded, failed, cancelled")] = None,
     database_url: DatabaseUrl = None,
     as_json: Json = False,
 ) -> None:
@@ -146,9 +151,54 @@ def jobs_show(
     if as_json:
         sys.stdout.write(json.dumps(vars(row), ensure_ascii=False) + "\n")
         return
+    from briefroom.job_review import shown_request
+
     for key, value in vars(row).items():
-        if value is not None:  # no run directory, no run.json, no reason yet: not shown
+        if value is not None and key != "waiting_for":  # no run directory, no run.json, no reason yet: not shown
             stdout.print(f"{key}: {value}", markup=False)
+    if row.waiting_for is not None:
+        kind = "plan (task id, what it must find)" if row.waiting_for.get("kind") == "plan_review" \
+            else "clarifying questions"
+        stdout.print(f"waiting_for: {kind}", markup=False)
+        for line in shown_request(row.waiting_for):
+            stdout.print(line, markup=False)
+        stdout.print(f"answer with: briefroom jobs answer {row.id} --accept (or --answer FILE.json)", markup=False)
+
+
+@jobs_app.command("answer")
+def jobs_answer(
+    job_id: Annotated[int, typer.Argument(help="a job waiting for its user (`jobs list --status waiting`)")],
+    answer: AnswerFile = None,
+    accept: Annotated[bool, typer.Option("--accept", help="take the plan as proposed, answer no clarifying "
+                                         "question")] = False,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Answer the plan review or clarifying questions a waiting job asks; a worker then
+    resumes it from its checkpoint with the answer."""
+    from briefroom import jobs
+    from briefroom.review import ReviewError, answer_file
+
+    if accept == (answer is not None):
+        raise _fail("give the answer: --accept or --answer FILE.json (one of them)", 2)
+    try:
+        answers = {"accept": True} if accept else answer_file(answer)  # type: ignore[arg-type]
+    except ReviewError as exc:
+        raise _fail(str(exc), 2) from None
+    url = _database_url(database_url)
+    refused: list[str] = []
+
+    def give():
+        try:
+            return jobs.answer(url, job_id, answers)
+        except ReviewError as exc:  # an answer that does not fit: exit 2, like a bad flag
+            refused.append(f"{answer or '--accept'}: {exc}")
+            return None
+
+    asked = _on_database(give, url)
+    if asked is None:
+        raise _fail(refused[0], 2)
+    stdout.print(f"job {job_id}: {asked.kind.replace('_', ' ')} answered; back in the queue, it resumes from its "
+                 "checkpoint", markup=False)
 
 
 @jobs_app.command("cancel")

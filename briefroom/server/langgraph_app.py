@@ -26,12 +26,17 @@ module; `ServePolicy`):
   and a random suffix.
 - `BRIEFROOM_SERVE_ROLES_DIRS`: folders of extra role files loaded for every served run
   (default none: the built-in roles). Role files are Python, so no client names them.
+- `BRIEFROOM_MCP_CONFIG`: the MCP servers file (`--mcp-config`'s) whose tools every
+  served run offers its roles; checked at start. MCP servers are processes and URLs the
+  server starts or calls, so only its operator names them, never a client.
 - `BRIEFROOM_DATA_DIR`, `BRIEFROOM_MODEL`, `OPENAI_BASE_URL`, ...: as for the CLI.
 
 A client chooses only the model by name (`test`, `embedded`, or a model on the
-endpoint; never a `.gguf` file), the rounds, the token budget and the parallel
-searchers. Setting `runs_dir`, `roles_dirs` or `data_dir` in the context is refused with
-a message naming the server's setting. Inputs are checked by `run_request.RunInput`,
+endpoint; never a `.gguf` file), the rounds, the token budget, the parallel searchers,
+and whether the run asks it first (`review_plan`, `clarify`: the run pauses with an
+interrupt the client answers with `Command(resume=...)`, `server/review_node.py`).
+Setting `runs_dir`, `roles_dirs`, `data_dir` or `mcp_config` in the context is refused
+with a message naming the server's setting. Inputs are checked by `run_request.RunInput`,
 the CLI's checks; a refusal is one line.
 
 Browsers: `langgraph.json` turns CORS off (`http.cors.allow_origins` is empty), so a
@@ -73,22 +78,38 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 
 from briefroom.errors import BriefroomError, ConfigError
+from briefroom.review import GivenAnswer, ReviewOptions
 from briefroom.run_request import RunInput, one_line
+
+# re-exported: the server, the docs and the tests name them here
+from briefroom.server.origins import ORIGINS_ENV as ORIGINS_ENV
+from briefroom.server.origins import SameOriginOnly as SameOriginOnly
+from briefroom.server.origins import _http_app
+from briefroom.server.review_node import (
+    REVIEW_NODE,
+    ReviewFields,
+    answered,
+    given_answer,
+    next_after_research,
+    paused_at,
+    review,
+)
 
 GRAPH_ID = "research"
 CORPORA_ENV = "BRIEFROOM_SERVE_CORPORA"
 RUNS_DIR_ENV = "BRIEFROOM_SERVE_RUNS_DIR"
 ROLES_DIRS_ENV = "BRIEFROOM_SERVE_ROLES_DIRS"
-ORIGINS_ENV = "BRIEFROOM_SERVE_ORIGINS"
+MCP_CONFIG_ENV = "BRIEFROOM_MCP_CONFIG"
 MAX_ERROR_CHARS = 1000
 
 
 class ServeContext(TypedDict, total=False):
     """What a client may send as a run's `context` (the server's JSON schema of it).
-    `ServeOptions` checks it; the last three are listed only so that a client setting
+    `ServeOptions` checks it; the last four are listed only so that a client setting
     them is told they are the server's, rather than having them dropped in silence."""
 
     model: str  # 'test' (deterministic, no model), 'embedded', or a model name on the endpoint
@@ -96,9 +117,12 @@ class ServeContext(TypedDict, total=False):
     max_tokens: int
     parallel: int
     resume: str  # a served run to go on with, by its run directory's name (the input is then not read)
+    review_plan: bool  # pause at the plan for the client's review (an interrupt)
+    clarify: bool  # let the Planner first ask up to 3 clarifying questions (an interrupt)
     runs_dir: str  # refused: BRIEFROOM_SERVE_RUNS_DIR
     roles_dirs: list[str]  # refused: BRIEFROOM_SERVE_ROLES_DIRS
     data_dir: str  # refused: BRIEFROOM_DATA_DIR
+    mcp_config: str  # refused: BRIEFROOM_MCP_CONFIG
 
 
 def _refused(setting: str) -> Callable[[Any], None]:
@@ -140,9 +164,12 @@ class ServeOptions(BaseModel):
     max_tokens: Annotated[int | None, Strict(), Field(ge=1000)] = None
     parallel: Annotated[int, Strict(), Field(ge=1, le=8)] = 1
     resume: Annotated[str | None, Strict(), BeforeValidator(_run_name)] = None
+    review_plan: Annotated[bool, Strict()] = False
+    clarify: Annotated[bool, Strict()] = False
     runs_dir: Annotated[None, BeforeValidator(_refused(RUNS_DIR_ENV))] = None
     roles_dirs: Annotated[None, BeforeValidator(_refused(ROLES_DIRS_ENV))] = None
     data_dir: Annotated[None, BeforeValidator(_refused("BRIEFROOM_DATA_DIR"))] = None
+    mcp_config: Annotated[None, BeforeValidator(_refused(MCP_CONFIG_ENV))] = None
 
 
 def _within(path: Path, roots: tuple[Path, ...]) -> bool:
@@ -160,19 +187,29 @@ class ServePolicy:
     corpora: tuple[Path, ...]
     runs_dir: Path
     roles_dirs: tuple[Path, ...] = ()
+    mcp_config: Path | None = None  # the operator's MCP servers file, offered to every served run
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> ServePolicy:
         env = os.environ if env is None else env
         cwd = cwd or Path.cwd()
+        mcp = env.get(MCP_CONFIG_ENV)
         policy = cls(corpora=_folders(env.get(CORPORA_ENV), cwd),
                      runs_dir=(cwd / Path(env.get(RUNS_DIR_ENV) or "runs").expanduser()).resolve(),
-                     roles_dirs=_folders(env.get(ROLES_DIRS_ENV), cwd))
+                     roles_dirs=_folders(env.get(ROLES_DIRS_ENV), cwd),
+                     mcp_config=(cwd / Path(mcp).expanduser()).resolve() if mcp else None)
         # An operator's typo should stop the server at start, not each run later.
         for name, folders in ((CORPORA_ENV, policy.corpora), (ROLES_DIRS_ENV, policy.roles_dirs)):
             missing = [str(f) for f in folders if not f.is_dir()]
             if missing:
                 raise ConfigError(f"{name}: not a folder: {', '.join(missing)}")
+        if policy.mcp_config is not None:
+            from briefroom.mcp.config import load_mcp_config
+
+            try:
+                load_mcp_config(policy.mcp_config)
+            except BriefroomError as exc:
+                raise ConfigError(f"{MCP_CONFIG_ENV}: {exc}") from None
         return policy
 
     def corpus_folder(self, asked: Path) -> Path:
@@ -211,6 +248,10 @@ class ServePolicy:
         if any(Path(folder) not in self.roles_dirs for folder in record.roles_dirs):
             raise ConfigError(f"run {name} loads role files from a folder this server no longer allows "
                               f"({ROLES_DIRS_ENV})")
+        mcp = record.settings.get("mcp_config")
+        if (Path(mcp) if mcp else None) != self.mcp_config:  # the operator changed or removed the file since
+            raise ConfigError(f"run {name} takes MCP tools from a file this server no longer configures "
+                              f"({MCP_CONFIG_ENV})")
         return run_dir
 
     def _no_links_out(self, folder: Path, asked: Path) -> None:
@@ -247,7 +288,7 @@ class ResearchOutput(TypedDict, total=False):
     run_dir: str
 
 
-class ServeState(ResearchInput, ResearchOutput):
+class ServeState(ResearchInput, ResearchOutput, ReviewFields):
     pass
 
 
@@ -272,6 +313,7 @@ class CheckedResume:
 
     run_dir: Path  # under the policy's runs_dir, its corpus and role folders still allowed
     overrides: dict[str, Any]  # what the client may change: the model and the token budget
+    answer: GivenAnswer | None = None  # the client's answer to the question the run paused at
 
 
 def check_run(state: Mapping[str, Any], context: Any, policy: ServePolicy) -> CheckedRun | CheckedResume:
@@ -294,7 +336,7 @@ def check_resume(options: ServeOptions, policy: ServePolicy) -> CheckedResume:
     """A resumed run may change its model and its token budget (what stopped it may have
     been either), not its shape."""
     assert options.resume is not None
-    kept = sorted(options.model_fields_set & {"rounds", "parallel"})
+    kept = sorted(options.model_fields_set & {"rounds", "parallel", "review_plan", "clarify"})
     if kept:
         raise ConfigError(f"invalid run: {', '.join(kept)}: a resumed run keeps its own")
     return CheckedResume(policy.served_run(options.resume),
@@ -309,13 +351,18 @@ def _reason(exc: BaseException) -> str:
 
 
 class ServedNode(Protocol):
-    def __call__(self, state: ServeState, *, runtime: Runtime[ServeContext]) -> ResearchOutput: ...
+    def __call__(self, state: ServeState, *, runtime: Runtime[ServeContext]) -> ServeState: ...
 
 
 def research_node(policy: ServePolicy) -> ServedNode:
-    def research(state: ServeState, *, runtime: Runtime[ServeContext]) -> ResearchOutput:
-        """One research run, new or resumed, built and finished as `briefroom research`'s."""
+    def research(state: ServeState, *, runtime: Runtime[ServeContext]) -> ServeState:
+        """One research run, new or resumed, built and finished as `briefroom research`'s;
+        after the `review` node, the paused run, resumed with its client's answer."""
         try:
+            answer = given_answer(state)
+            if answer is not None:  # the thread's state is the client's: the run's name is checked as a resume's
+                run = CheckedResume(policy.served_run(str(state.get("served_run"))), {}, answer)
+                return _research(run, policy)
             return _research(check_run(state, runtime.context, policy), policy)
         except GraphBubbleUp:  # LangGraph's own control flow (interrupts), not a failure
             raise
@@ -324,7 +371,17 @@ def research_node(policy: ServePolicy) -> ServedNode:
     return research
 
 
-def _research(run: CheckedRun | CheckedResume, policy: ServePolicy) -> ResearchOutput:
+def _review(state: ServeState) -> Command:
+    """The `review` node (`server/review_node.py`), its failures reaching the client as a run's do."""
+    try:
+        return review(state)
+    except GraphBubbleUp:  # the interrupt itself
+        raise
+    except Exception as exc:
+        raise RunFailed(_reason(exc)) from exc
+
+
+def _research(run: CheckedRun | CheckedResume, policy: ServePolicy) -> ServeState:
     """The run, built and finished by run.py's composition root as every run is: its
     checkpoints in its run directory (or the database), long-term memory read at the
     start and written through the gates at the end."""
@@ -338,10 +395,14 @@ def _research(run: CheckedRun | CheckedResume, policy: ServePolicy) -> ResearchO
     # `resume`. Given a thread of its own, LangGraph runs it as a graph of its own, not
     # as this node's subgraph on the server's checkpointer and thread.
     result = execute_run(_launch(run, policy), hooks)
+    if result.status == "paused":  # at a question for its user: the `review` node asks the client
+        if result.waiting_for is None:
+            raise BriefroomError("the run paused without a question for its user (see run.jsonl)")
+        return ServeState(run_dir=str(result.run_dir), **paused_at(result.waiting_for, result.run_dir.name))
     report = result.state.get("report")
     if result.report is None or report is None:
         raise BriefroomError("the run ended without a report (see run.jsonl)")
-    return ResearchOutput(report=result.report, accepted=report.accepted, cited=list(report.cited_sources),
+    return ServeState(**answered(), report=result.report, accepted=report.accepted, cited=list(report.cited_sources),
                           sources={sid: rec.model_dump(mode="json")
                                    for sid, rec in result.state.get("sources", {}).items()},
                           rounds=int(result.state.get("round", 1)), tokens_used=result.tokens_used,
@@ -353,18 +414,20 @@ def _launch(run: CheckedRun | CheckedResume, policy: ServePolicy) -> Any:
     from briefroom.run import ResearchRequest, default_run_dir, new_run, resumed_run
 
     if isinstance(run, CheckedResume):
-        return resumed_run(run.run_dir, run.overrides)
+        return resumed_run(run.run_dir, run.overrides, reviewer=run.answer)
     from briefroom.config import Settings
 
     options = run.options
     settings = Settings.from_env(model=options.model, rounds=options.rounds, max_tokens=options.max_tokens,
-                                 parallel=options.parallel)
+                                 parallel=options.parallel, mcp_config=policy.mcp_config)
     # the server names the run: its runs may start in the same second with the same question
     run_dir = policy.runs_dir / f"{default_run_dir(run.ask.question).name}-{uuid.uuid4().hex[:6]}"
     return new_run(ResearchRequest(question=run.ask.question, corpus=run.corpus, out=run_dir,
                                    constraints=list(run.ask.constraints),
                                    acceptance_criteria=list(run.ask.acceptance_criteria),
-                                   roles_dirs=list(policy.roles_dirs)), settings)
+                                   roles_dirs=list(policy.roles_dirs),
+                                   review=ReviewOptions(plan=options.review_plan, clarify=options.clarify)),
+                   settings)
 
 
 def _subgraph_updates() -> Callable[[dict[str, Any]], None] | None:
@@ -392,8 +455,9 @@ def build_served_graph(policy: ServePolicy, checkpointer: Any = None) -> ServedG
     graph = StateGraph(ServeState, context_schema=ServeContext, input_schema=ResearchInput,
                        output_schema=ResearchOutput)
     graph.add_node("research", research_node(policy))
+    graph.add_node(REVIEW_NODE, _review, destinations=("research",))  # goes on through a Send
     graph.add_edge(START, "research")
-    graph.add_edge("research", END)
+    graph.add_conditional_edges("research", next_after_research, [REVIEW_NODE, END])
     return graph.compile(name=GRAPH_ID, checkpointer=checkpointer)
 
 
@@ -401,48 +465,6 @@ def make_graph() -> ServedGraph:
     """The graph factory `langgraph.json` names: cheap (no model, no index, no disk), so
     the server may call it for every request, inside its event loop."""
     return build_served_graph(server_policy())
-
-
-class SameOriginOnly:
-    """ASGI middleware: a request that carries an `Origin` (browsers add it to every
-    cross-origin request that can change anything) is served only if that origin is the
-    server's own or one the operator allows; others get 403 before any route runs."""
-
-    def __init__(self, app: Any, allowed: frozenset[str] | None = None):
-        self.app = app
-        self.allowed = allowed if allowed is not None else frozenset(
-            o.strip().rstrip("/") for o in os.environ.get(ORIGINS_ENV, "").split(",") if o.strip())
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-            origin = headers.get("origin")
-            if origin is not None and not self._may(origin, headers.get("host", "")):
-                await _refuse_origin(send, origin)
-                return
-        await self.app(scope, receive, send)
-
-    def _may(self, origin: str, host: str) -> bool:
-        own = origin.split("://", 1)[-1] == host  # the server's own pages (/docs)
-        return own or origin.rstrip("/") in self.allowed
-
-
-async def _refuse_origin(send: Any, origin: str) -> None:
-    import json
-
-    body = json.dumps({"detail": f"requests from origin {origin[:100]} are refused (the server's operator "
-                                 f"allows origins with {ORIGINS_ENV})"}).encode()
-    await send({"type": "http.response.start", "status": 403,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _http_app() -> Any:
-    # Starlette comes with the LangGraph API server; imported here, as only the server needs it.
-    from starlette.applications import Starlette
-    from starlette.middleware import Middleware
-
-    return Starlette(middleware=[Middleware(SameOriginOnly)])
 
 
 # Read when the server imports this module, at its start: an operator's mistake stops

@@ -331,6 +331,44 @@ def test_langgraph_dev_serves_the_research_graph_offline(server, allowed):
     assert kinds[0] == "run_start" and kinds[-1] == "run_end"
 
 
+def _waiting(client, thread_id: str) -> dict:
+    """The question a paused served run asks its client: the thread's one interrupt."""
+    state = client.threads.get_state(thread_id)
+    assert state["next"] == ["review"], state["next"]
+    (waiting,) = [i for task in state["tasks"] for i in task["interrupts"]]
+    return waiting["value"]
+
+
+def test_a_served_run_pauses_for_its_plan_review_and_resumes_with_the_clients_answer(server, allowed):
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=server.url)
+    thread_id = client.threads.create()["thread_id"]
+    parts = _stream(client, thread_id, {"question": QUESTION, "corpus": [str(allowed / "notes")]},
+                    context={"model": "test", "rounds": 1, "review_plan": True})
+    assert not [p for p in parts if p.event == "error"], server.output()[-4000:]
+    streamed = [p.data["__interrupt__"] for p in parts if p.event == "updates" and "__interrupt__" in p.data]
+    asked = _waiting(client, thread_id)
+    assert streamed and streamed[-1][0]["value"] == asked  # a streaming client sees the question as it comes
+    assert asked["kind"] == "plan_review" and asked["tasks"] and asked["tasks"][0]["task_id"].startswith("t1.")
+    first = asked["tasks"][0]["task_id"]  # (t1.1 may be answered from the memory of the run before)
+    run_dir = Path(client.threads.get_state(thread_id)["values"]["run_dir"])
+    assert json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["status"] == "paused"
+
+    # a hostile answer is refused with the reason, asked again; the run stays paused
+    parts = _stream(client, thread_id, None, command={"resume": {"drop": ["t9.9"], "sudo": True}})
+    assert "sudo" in _waiting(client, thread_id)["error"]
+    edited = "What will public cloud spending be in 2026 worldwide?"
+    parts = _stream(client, thread_id, None, command={"resume": {"edit": {first: edited}, "note": "worldwide"}})
+    assert not [p for p in parts if p.event == "error"], server.output()[-4000:]
+    state = client.threads.get_state(thread_id)
+    assert state["next"] == [] and state["values"]["report"].startswith("# ")
+    assert json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["status"] == "done"
+    reviews = [json.loads(line) for line in (run_dir / "run.jsonl").read_text(encoding="utf-8").splitlines()
+               if json.loads(line)["event"] == "plan_review"]
+    assert len(reviews) == 1 and reviews[0]["after"][0]["question"] == edited and reviews[0]["note"] == "worldwide"
+
+
 def test_a_run_that_cannot_start_fails_with_the_reason(server, allowed):
     from langgraph_sdk import get_sync_client
 

@@ -5,6 +5,7 @@ user left, and a recording's replay answers as the recording did."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -16,6 +17,7 @@ from briefroom.replay import replay_scenario
 from briefroom.review import (
     RECORDED_REVIEW_FILE,
     ClarifyRequest,
+    GivenAnswer,
     PlannedTask,
     PlanReviewRequest,
     ReviewError,
@@ -60,11 +62,32 @@ def planner_calls(run_dir, round_: int = 1) -> int:
     ({"accept": True, "note": "also Europe"}, "'accept' takes the plan as it is"),
     ({"remove": ["t1.1"]}, "remove: Extra inputs are not permitted"),
     (["t1.1"], "an answer is a JSON object, not list"),
+    # a served client's or a job's answer is a stranger's: the note goes into every prompt
+    ({"note": "x" * 1001}, "the note has 1,001 characters; at most 1,000"),
+    ({"note": "  "}, "the note is empty"),
+    ({"edit": {"t1.1": "Size\x1b[2J in USD?"}}, "the edit of t1.1 holds control characters"),
+    ({"add": ["x" * 301]}, "at most 300"),
 ])
 def test_an_answer_that_does_not_fit_the_plan_is_refused_in_one_line(answer, why):
     with pytest.raises(ReviewError) as refused:
         check_answer(answer, PLAN)
     assert why in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_clarifying_answers_are_bounded_and_an_empty_one_leaves_its_question_open():
+    clarify = ClarifyRequest(goal=QUESTION, questions=["Which region?", "Which year?"])
+    assert check_answer({"answers": ["", "2026"]}, clarify).answers == ["", "2026"]
+    for answers, why in ((["x" * 301], "answer 1 has 301 characters"), (["Europe\x00"], "control characters"),
+                         (["a", "b", "c"], "3 answers for 2 question(s)")):
+        with pytest.raises(ReviewError, match=re.escape(why)):
+            check_answer({"answers": answers}, clarify)
+
+
+def test_a_given_answer_answers_only_the_question_it_was_checked_against():
+    given = GivenAnswer(PLAN, {"accept": True})
+    assert given(ClarifyRequest(goal=QUESTION, questions=["Which region?"])) is None
+    assert given(PLAN.model_copy(update={"error": "asked again"})) == {"accept": True}
+    assert given(PLAN) is None  # once
 
 
 def test_the_reviewed_plan_keeps_ids_and_numbers_additions_after_the_last():

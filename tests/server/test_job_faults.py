@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from briefroom import jobs
+from briefroom import job_workers, jobs
 from briefroom.config import Settings
 from briefroom.corpus.embeddings import make_embedder
 from briefroom.postgres.memory import schema_name
@@ -104,7 +104,7 @@ def test_a_worker_paused_past_the_stall_timeout_keeps_its_job(pg_url, small_corp
         other = start_worker(pg_url, tmp_path, "other")
         assert jobs.wait_until(lambda: stalled(pg_url, job_id), timeout=120)
         # the rule that re-queued it before: heartbeat silent. Its lease is held: not re-queued.
-        assert jobs._requeue_if_free(pg_url, job_id) is False
+        assert job_workers._requeue_if_free(pg_url, job_id) is False
         jobs.wait_until(lambda: jobs.show_job(pg_url, job_id).status != "doing", timeout=4 * jobs.SWEEP_EVERY_S)
         assert jobs.show_job(pg_url, job_id).status == "doing"  # the other worker's sweeps left it too
         paused.send_signal(signal.SIGCONT)
