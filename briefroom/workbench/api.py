@@ -120,8 +120,6 @@ class Workbench:
     def _route(self, req: Request) -> Response:
         parts = [unquote(p) for p in req.path.split("/") if p]
         get = req.method == "GET"
-        if req.method not in ("GET", "POST"):
-            raise Refused(405, f"{req.method[:10]} is not a method the workbench takes (GET or POST)")
         if get and req.path in _ASSETS:
             name, kind = _ASSETS[req.path]
             return Response(200, (STATIC / name).read_bytes(), kind, {"Content-Security-Policy": PAGE_POLICY})

@@ -63,7 +63,9 @@ def check_request(method: str, headers: Mapping[str, str], origin: Origin) -> No
         raise Refused(403, f"refused: a request from another site ({sent_from[:80]!r})")
     if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
         raise Refused(403, f"refused: a {headers['sec-fetch-site'][:20]} request")
-    if method != "GET":
+    if method not in ("GET", "POST"):
+        raise Refused(405, f"{method[:10]} is not a method the workbench takes (GET or POST)")
+    if method == "POST":
         if sent_from is None:  # browsers send Origin on every POST; a page of this server did
             raise Refused(403, "refused: a change needs the Origin header of this workbench's page")
         kind = headers.get("content-type", "").split(";")[0].strip().lower()
