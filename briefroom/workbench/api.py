@@ -148,7 +148,10 @@ class Workbench:
                 return _json(self.runner.answer(name, where, json_body(req.body)).view(), 202)
             case ["runs", name, "question"], False:
                 json_body(req.body)
-                return _json(self.runner.find_question(name, run_dir(self.runs_root, name)).view(), 202)
+                where = run_dir(self.runs_root, name)
+                if panels.run_summary(where)["status"] != "paused":  # only a pause can wait on a question
+                    raise Refused(409, f"the run {name} is not paused, so it waits on no question")
+                return _json(self.runner.find_question(name, where).view(), 202)
             case ["runs", name, "stop"], False:
                 json_body(req.body)
                 run_dir(self.runs_root, name)

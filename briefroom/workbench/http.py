@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
@@ -26,8 +27,18 @@ class _Handler(BaseHTTPRequestHandler):
     sys_version = ""
     protocol_version = "HTTP/1.1"
     bench: Workbench  # set on the subclass `make_server` builds
+    # A request line that does not parse is still answered with a status line (not as HTTP/0.9).
+    default_request_version = "HTTP/1.0"
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's own refusals (a request line or headers that do not
+        parse, a URI too long) as the workbench's: one JSON line, and the connection closed."""
+        self.close_connection = True
+        self._send(error(code, message or HTTPStatus(code).phrase))
 
     def do_GET(self) -> None:  # noqa: N802 - the standard library's names
+        if self.headers.get("Content-Length") not in (None, "0"):
+            self.close_connection = True  # a body we do not read must not be taken for the next request
         self._serve(b"")
 
     def do_POST(self) -> None:  # noqa: N802
@@ -43,6 +54,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve(self.rfile.read(length))
 
     def do_PUT(self) -> None:  # noqa: N802
+        self.close_connection = True
         self._serve(b"")
 
     do_DELETE = do_PATCH = do_OPTIONS = do_PUT  # refused by the router with one line (405)

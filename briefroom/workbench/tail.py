@@ -37,6 +37,7 @@ from briefroom.events import (
 )
 
 TEXT_CHARS = 600  # a message's text on the page; the run page has all of it
+DRAFT_CHARS = 40_000  # the Writer's draft is shown whole as it is written, before the run ends
 
 
 def compact(event: Event) -> dict[str, Any]:
@@ -46,7 +47,7 @@ def compact(event: Event) -> dict[str, Any]:
         header = event.message.header
         return {**base, "kind": "message", "round": event.round, "from": header.sender, "to": event.recipients,
                 "type": header.msg_type.value, "id": header.msg_id,
-                "text": event.message.body.content[:TEXT_CHARS]}
+                "text": event.message.body.content[:DRAFT_CHARS if header.msg_type.value == "report" else TEXT_CHARS]}
     if isinstance(event, LlmCall):
         return {**base, "kind": "call", "agent": event.agent, "round": event.round, "purpose": event.purpose,
                 "sections": event.sections, "prompt_tokens": event.prompt_tokens,

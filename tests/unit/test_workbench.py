@@ -298,3 +298,81 @@ def _wait(predicate, timeout: float) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.1)
+
+
+# --- the HTTP adapter, over a socket pair (no network) ------------------------------------
+def exchange(bench: Workbench, raw: bytes) -> bytes:
+    import socket
+
+    from briefroom.workbench import http
+
+    served, client = socket.socketpair()
+    handler = type("Handler", (http._Handler,), {"bench": bench})
+
+    def serve() -> None:
+        try:
+            handler(served, ("127.0.0.1", 1), None)
+        finally:
+            served.close()  # what the server does after a request: the client sees the end
+
+    worker = threading.Thread(target=serve)
+    worker.start()
+    client.sendall(raw)
+    client.shutdown(socket.SHUT_WR)
+    received = b""
+    while chunk := client.recv(65536):
+        received += chunk
+    worker.join(10)
+    client.close()
+    return received
+
+
+def test_the_server_answers_what_does_not_parse_with_a_4xx(bench):
+    garbage = exchange(bench, b"GARBAGE\r\n\r\n")
+    assert garbage.startswith(b"HTTP/1.1 400") and garbage.endswith(b'"}') and b"<html" not in garbage
+    bad_length = exchange(bench, f"POST /api/runs HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: abc\r\n\r\n".encode())
+    assert bad_length.startswith(b"HTTP/1.1 400") and b"Content-Length is not a number" in bad_length
+    huge = exchange(bench, f"POST /api/runs HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 99999999\r\n\r\n".encode())
+    assert huge.startswith(b"HTTP/1.1 413")
+    forged = exchange(bench, b"GET /api/config HTTP/1.1\r\nHost: rebind.example:8765\r\n\r\n")
+    assert forged.startswith(b"HTTP/1.1 403") and b"not this workbench" in forged
+
+
+def test_the_server_sends_its_security_headers_and_streams_a_finished_run(bench):
+    page = exchange(bench, f"GET / HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n\r\n".encode())
+    head = page.split(b"\r\n\r\n", 1)[0].decode()
+    assert head.startswith("HTTP/1.1 200") and "X-Content-Type-Options: nosniff" in head
+    assert "Content-Security-Policy: default-src 'none'" in head
+    a_run(bench, "r1", "# R\n\nThe market was 5 billion USD. [1]\n")
+    (bench.runs_root / "r1" / "run.jsonl").write_text("")
+    stream = exchange(bench, f"GET /api/runs/r1/events HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+    assert b"Content-Type: text/event-stream" in stream and b"event: reset" in stream and b"event: end" in stream
+
+
+def test_stop_ends_a_going_run_at_its_next_step(bench, monkeypatch):
+    seen: list[BaseException] = []
+
+    def steps(launch, hooks):  # a run that reports progress until something stops it
+        from briefroom.run import Progress
+
+        try:
+            for _ in range(200):
+                hooks.progress(Progress(1, "searcher", "tools", 0, None, 0.0))
+                time.sleep(0.02)
+        except BaseException as exc:
+            seen.append(exc)
+            raise
+        raise AssertionError("not stopped")
+
+    monkeypatch.setattr(live_module, "execute_run", steps)
+    name = json.loads(post(bench, "/api/runs", {"question": QUESTION, "corpus": "notes"}).body)["name"]
+    assert post(bench, f"/api/runs/{name}/stop", {}).status == 202
+    _wait(lambda: not bench.runner.get(name).active, 10)
+    assert [type(e).__name__ for e in seen] == ["StoppedFromWorkbench"]
+    assert "stopped from the workbench" in bench.runner.get(name).error
+
+
+def test_only_a_paused_run_is_asked_for_its_question(bench):
+    a_run(bench, "r1", status="done")
+    response = post(bench, "/api/runs/r1/question", {})
+    assert response.status == 409 and "not paused" in message(response)

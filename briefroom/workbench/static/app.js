@@ -67,6 +67,7 @@ function openRun(name) {
   $("#run-page").href = `/runs/${encodeURIComponent(name)}/page`;
   $("#run-page").hidden = false;
   $("#report-box").hidden = true;
+  $("#draft-box").hidden = true;
   $("#review").hidden = true;
   $("#find-question").hidden = true;
   follow();
@@ -75,7 +76,9 @@ function openRun(name) {
 function follow() {
   if (stream) stream.close();
   stream = new EventSource(`/api/runs/${encodeURIComponent(current)}/events`);
-  stream.addEventListener("reset", () => { $("#board").replaceChildren(); sections = {}; drawSections(); });
+  stream.addEventListener("reset", () => {
+    $("#board").replaceChildren(); sections = {}; drawSections(); $("#draft").textContent = "";
+  });
   stream.addEventListener("log", (m) => logLine(JSON.parse(m.data)));
   stream.addEventListener("state", (m) => showState(JSON.parse(m.data)));
   stream.addEventListener("end", (m) => { stream.close(); stream = null; showState(JSON.parse(m.data), true); });
@@ -90,6 +93,7 @@ function logLine(line) {
                 el("span", line.text.slice(0, 300)));
     $("#board").append(item);
     item.scrollIntoView({block: "nearest"});
+    if (line.type === "report") showDraft(line);
   } else if (line.kind === "call") {
     const mine = sections[line.agent] = sections[line.agent] || {};
     for (const [name, tokens] of Object.entries(line.sections)) mine[name] = (mine[name] || 0) + tokens;
@@ -105,6 +109,14 @@ function logLine(line) {
   } else if (line.kind === "budget") {
     $("#board").append(el("li", `${line.event}: ${line.detail}`, "dim"));
   }
+}
+
+// The Writer's latest draft, as it is sent to the Critic: on screen before the run ends.
+function showDraft(line) {
+  $("#draft").textContent = line.text;
+  $("#draft-note").textContent = `(round ${line.round}, ${line.id}: ${$("#report-box").hidden ?
+    "being checked" : "the report below is the accepted one"})`;
+  $("#draft-box").hidden = !$("#report-box").hidden;
 }
 
 function drawSections() {
@@ -215,6 +227,7 @@ async function loadReport() {
   $("#report").innerHTML = report.html;
   $("#report-box").dataset.run = current;
   $("#report-box").hidden = false;
+  $("#draft-box").hidden = true;  // the accepted report replaces the draft
 }
 
 function openCitation(event) {
