@@ -1,7 +1,8 @@
 """`briefroom ui` clicked through in headless Chromium, as a person uses it: a whole run
 with the deterministic test provider on the cloud-market corpus. Start it with the plan
 review, accept the plan, follow the agents live, read the report, click a citation and
-see the passage it rests on; then past runs, memory (forget one) and the job queue.
+see the passage it rests on; a second run to compare with; then past runs, memory
+(forget one) and the job queue.
 Screenshots must not be blank; the page makes no request off loopback and logs no error."""
 
 from __future__ import annotations
@@ -74,6 +75,13 @@ def test_a_whole_run_clicked_through_in_the_workbench(tmp_path, data_dir):
         assert tasks and all(re.match(r"t1\.\d+ \S", t) for t in tasks), tasks
         assert browser.evaluate("document.querySelector('#status').textContent") == "waiting"
         not_blank(browser, tmp_path / "2-review.png")
+        # the Writer's draft must be on screen while the run is still going
+        browser.evaluate("""new MutationObserver(() => {
+            if (document.querySelector('#draft').textContent.includes('Research brief') &&
+                !document.querySelector('#draft-box').hidden &&
+                document.querySelector('#status').textContent !== 'done') window.draftBeforeDone = true;
+        }).observe(document.querySelector('#draft-box'), {subtree: true, childList: true, characterData: true,
+                                                          attributes: true})""")
         browser.click("#review-accept")
 
         # followed live to the end: the whiteboard, tokens per section, the report
@@ -87,6 +95,8 @@ def test_a_whole_run_clicked_through_in_the_workbench(tmp_path, data_dir):
                                 ".map(r => r.firstChild.textContent)")
         assert {"planner", "searcher", "writer"} <= set(rows), rows
         assert re.search(r"[\d,]+ tokens", browser.evaluate("document.querySelector('#budget span').textContent"))
+        assert browser.evaluate("window.draftBeforeDone === true"), "no draft was shown before the run ended"
+        assert browser.evaluate("document.querySelector('#draft-box').hidden")  # the report replaced it
         not_blank(browser, tmp_path / "3-report.png")
 
         # a citation opens the passage it rests on: the quoted claim is in that passage
@@ -100,10 +110,33 @@ def test_a_whole_run_clicked_through_in_the_workbench(tmp_path, data_dir):
         assert " ".join(quoted.group(1).split()) in " ".join(passage.split()), (quoted.group(1), passage)
         not_blank(browser, tmp_path / "4-passage.png")
 
-        # past runs list it; the run page opens; memory lists what the run kept and forgets one
+        # a second run, without the review, to compare with the first
+        browser.click("#tabs [data-tab=start]")
+        browser.click("#review-plan")
+        browser.evaluate("document.querySelector('#question').value = ''")
+        browser.type("#question", "Who is growing fastest among the cloud providers?")
+        browser.click("#start")
+        browser.wait_for("document.querySelector('#run-title').textContent.includes('who-is-growing-fastest')")
+        browser.wait_for("document.querySelector('#status').textContent === 'done' && "
+                         "document.querySelectorAll('#report a.cite').length > 0", timeout=240)
+
+        # past runs list both; compare shows them side by side with their numbers
         browser.click("#tabs [data-tab=runs]")
-        browser.wait_for("document.querySelectorAll('#runs-list tr.pick').length === 1")
-        assert "done" in browser.evaluate("document.querySelector('#runs-list tr.pick').textContent")
+        browser.wait_for("document.querySelectorAll('#runs-list tr.pick').length === 2")
+        listed = browser.evaluate("[...document.querySelectorAll('#runs-list tr.pick')].map(r => r.textContent)")
+        assert all("done" in row for row in listed), listed
+        browser.click("#tabs [data-tab=compare]")
+        browser.wait_for("document.querySelector('#compare-b').value && "
+                         "document.querySelector('#compare-a').value !== document.querySelector('#compare-b').value")
+        browser.click("#compare-go")
+        sides = browser.wait_for("(() => { const s = document.querySelectorAll('#compare-out > div'); "
+                                 "return s.length === 2 && [...s].map(d => d.querySelector('p').textContent); })()")
+        assert set(sides) == {QUESTION, "Who is growing fastest among the cloud providers?"}, sides
+        assert browser.evaluate("document.querySelectorAll('#compare-out th').length") >= 20  # key numbers
+        assert browser.evaluate("document.querySelectorAll('#compare-out a.cite').length") > 0
+        not_blank(browser, tmp_path / "5-compare.png")
+
+        # memory lists what the runs kept, and forgets one
         browser.click("#tabs [data-tab=memory]")
         browser.click("#memory-load")
         count = browser.wait_for("document.querySelectorAll('#memory-list li').length", timeout=60)
@@ -112,7 +145,7 @@ def test_a_whole_run_clicked_through_in_the_workbench(tmp_path, data_dir):
         browser.click("#tabs [data-tab=jobs]")
         message = browser.wait_for("document.querySelector('#jobs-out').textContent")
         assert "no job queue" in message and "--database-url" in message
-        not_blank(browser, tmp_path / "5-jobs.png")
+        not_blank(browser, tmp_path / "6-jobs.png")
 
         assert browser.console_errors == [], browser.console_errors
         origin = urlsplit(url).netloc
@@ -127,7 +160,6 @@ def test_a_whole_run_clicked_through_in_the_workbench(tmp_path, data_dir):
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
-    run = next((tmp_path / "runs").iterdir())
-    record = json.loads((run / "run.json").read_text())
-    assert record["status"] == "done"
+    for run in (tmp_path / "runs").iterdir():
+        assert json.loads((run / "run.json").read_text())["status"] == "done", run
     print(f"screenshots: {tmp_path}")

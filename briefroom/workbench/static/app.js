@@ -66,6 +66,14 @@ function openRun(name) {
   $("#run-title").textContent = name;
   $("#run-page").href = `/runs/${encodeURIComponent(name)}/page`;
   $("#run-page").hidden = false;
+  // nothing of the run shown before may stay on screen for this one
+  $("#status").textContent = "opening";
+  $("#status").dataset.status = "";
+  $("#progress").textContent = "";
+  setBudget(0, null);
+  $("#report").replaceChildren();
+  $("#report-box").dataset.run = "";
+  $("#passage").replaceChildren(el("p", "no citation opened", "dim"));
   $("#report-box").hidden = true;
   $("#draft-box").hidden = true;
   $("#review").hidden = true;
@@ -265,7 +273,10 @@ async function loadRuns() {
     $(id).replaceChildren(...runs.map((r) => { const o = el("option", r.name); o.value = r.name; return o; }));
     if (keep) $(id).value = keep;
   }
-  if (!$("#compare-b").value && runs.length > 1) $("#compare-b").value = runs[1].name;
+  // two different runs to start with: the newest and the one before it
+  if ($("#compare-a").value === $("#compare-b").value && runs.length > 1) {
+    $("#compare-b").value = runs.find((r) => r.name !== $("#compare-a").value).name;
+  }
 }
 
 async function compare() {
