@@ -32,6 +32,8 @@ def ui(
     from briefroom.workbench.api import Workbench
     from briefroom.workbench.http import make_server
 
+    if host in ("0.0.0.0", "::", ""):  # the page answers only requests that name its address
+        raise _fail(f"--host {host or repr(host)} is every address; give the one address the page is opened at", 2)
     if host not in ("127.0.0.1", "localhost", "::1"):
         err.print(f"[bold yellow]warning:[/] binding {host}: anyone who can reach it can start runs and read "
                   "your runs and memory", markup=True)

@@ -376,3 +376,19 @@ def test_only_a_paused_run_is_asked_for_its_question(bench):
     a_run(bench, "r1", status="done")
     response = post(bench, "/api/runs/r1/question", {})
     assert response.status == 409 and "not paused" in message(response)
+
+
+def test_the_ui_command_refuses_bad_options_before_serving(tmp_path):
+    from typer.testing import CliRunner
+
+    from briefroom.cli import app
+
+    runner = CliRunner()
+    missing = runner.invoke(app, ["ui", "--corpus-root", str(tmp_path / "nope"), "--runs-dir", str(tmp_path / "r")])
+    assert missing.exit_code == 2 and "is not a folder" in missing.output
+    bad = runner.invoke(app, ["ui", "--corpus-root", str(tmp_path), "--base-url", "ftp://x",
+                              "--runs-dir", str(tmp_path / "r")])
+    assert bad.exit_code == 2 and "http(s) URL" in bad.output
+    wildcard = runner.invoke(app, ["ui", "--host", "0.0.0.0", "--runs-dir", str(tmp_path / "r")])
+    assert wildcard.exit_code == 2 and "every address" in wildcard.output
+    assert not (tmp_path / "r").exists()  # nothing was made for a ui that did not start
