@@ -55,8 +55,9 @@ def not_blank(browser: Browser, path: Path) -> None:
 
 def test_a_whole_run_clicked_through_in_the_workbench(tmp_path, data_dir):
     server, url = start_ui(tmp_path, data_dir)
-    browser = Browser()
+    browser = None
     try:
+        browser = Browser()
         browser.open(url)
         browser.wait_for("document.querySelectorAll('#corpus option').length > 0")
         folders = browser.evaluate("[...document.querySelectorAll('#corpus option')].map(o => o.value)")
@@ -154,7 +155,8 @@ def test_a_whole_run_clicked_through_in_the_workbench(tmp_path, data_dir):
         assert off_loopback == [], off_loopback
         assert browser.requests, "the browser recorded no request at all"
     finally:
-        browser.close()
+        if browser is not None:
+            browser.close()
         server.send_signal(signal.SIGINT)
         try:
             server.wait(timeout=20)
