@@ -169,6 +169,17 @@ def _sources_html(cites: SourcesFile) -> str:
     return "".join(parts)
 
 
+def report_fragment(run_dir: Path) -> str:
+    """The report with each citation linked to its passage, and the sources' passages the
+    links land on: the parts of the run page other pages show a report with (the
+    workbench), so a citation resolves the same way wherever it is read."""
+    cites = _load_sources(run_dir)
+    report_path = run_dir / "report.md"
+    report = report_path.read_text(encoding="utf-8") if report_path.is_file() else ""
+    body = render_markdown(report, cites) if report else "<p>no report yet (the run did not finish)</p>"
+    return f'<div class="report">{body}</div><div class="sources">{_sources_html(cites)}</div>'
+
+
 # --- message flow ----------------------------------------------------------------------
 _FLOW_COLORS = {"instruction": "#4e79a7", "conclusion": "#59a14f", "critique": "#e15759", "report": "#b07aa1"}
 

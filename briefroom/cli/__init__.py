@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from briefroom.cli import evaluation, memory, queue, reading, research
+from briefroom.cli import evaluation, memory, queue, reading, research, ui
 from briefroom.cli.common import ABORT, EXIT, USAGE, _fail, _print_result, err
 from briefroom.errors import BriefroomError
 from briefroom.models.catalog_cli import models_app  # its commands live beside the catalog they use
@@ -38,6 +38,7 @@ app.add_typer(memory.memory_app, name="memory")
 app.command()(reading.roles)
 app.command()(evaluation.replay)
 app.command("eval")(evaluation.eval_)
+app.command()(ui.ui)
 
 
 def _stop_like_ctrl_c(*_: object) -> None:
