@@ -25,6 +25,7 @@ from briefroom.cli.common import (
     err,
     stdout,
 )
+from briefroom.cli.drafts import follow_drafts
 from briefroom.cli.reviewer import AnswerFile, Clarify, ReviewPlan, _reviewer, _still_waiting
 from briefroom.config import parse_role_models, parse_section_values
 from briefroom.errors import BriefroomError
@@ -131,7 +132,7 @@ def research(
                                               roles_dirs=list(roles_dir),
                                               review=ReviewOptions(plan=review_plan, clarify=clarify),
                                               reviewer=reviewer), settings,
-                              progress=_progress(quiet, as_json))
+                              progress=_progress(quiet, as_json), on_update=follow_drafts(quiet, as_json))
     if exports and result.report is not None:
         _export(result.run_dir, exports)
     _print_result(result, as_json)
@@ -211,6 +212,6 @@ def resume(
                      "role_models": parse_role_models(role_model) or None, "database_url": database_url}
         reviewer = _reviewer(answer, accept=accept)
         result = resume_research(run_dir, overrides, progress=_progress(quiet, as_json), live=live,
-                                 reviewer=reviewer)
+                                 reviewer=reviewer, on_update=follow_drafts(quiet, as_json))
     _print_result(result, as_json)
     _still_waiting(result, reviewer)

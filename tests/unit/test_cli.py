@@ -263,3 +263,33 @@ def test_a_damaged_store_file_is_named_with_what_to_do(tmp_path):
     assert f"{store} (long-term memory) cannot be read" in " ".join(result.output.split()) or \
         "memory.sqlite (long-term memory) cannot be read" in result.output.replace("\n", "")
     assert "move it aside" in " ".join(result.output.split()) and "internal error" not in result.output
+
+
+def test_research_shows_each_draft_and_the_verdict_on_stderr_as_they_happen(small_corpus, data_dir, tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["research", "How big is the 2026 public cloud market?", "--corpus", str(small_corpus),
+                                 "--model", "test", "--out", str(out), "--data-dir", str(data_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    drafts = [json.loads(line)["draft"] for line in result.stderr.splitlines() if line.startswith('{"draft"')]
+    assert drafts and not drafts[0]["accepted"] and drafts[-1]["accepted"]  # handed over, then let ship
+    report = (out / "report.md").read_text()
+    final = drafts[-1]
+    assert final["sections"] and all(f"## {h}" in report for h in final["sections"])
+    assert final["short_answer"] and final["short_answer"][:60] in report
+
+
+def test_a_draft_outline_is_its_headings_and_the_first_line_under_the_first():
+    from briefroom.cli.drafts import follow_drafts, outline_of
+    from briefroom.records import Report
+
+    md = "# Q?\n\n## Short answer\n\nIt is 723 bn. [1]\n\n## Size\n\n- x [1]\n\n---\n\n## not a section\n"
+    assert outline_of(md) == (["Short answer", "Size"], "It is 723 bn. [1]")
+    lines: list[str] = []
+    follow = follow_drafts(quiet=False, as_json=False, write=lines.append)
+    draft = Report(markdown=md, revision=0)
+    for update in ({"writer": {"report": draft}}, {"writer": {"report": draft}}, {"critic": {"notes": 1}},
+                   {"critic": {"report": draft.model_copy(update={"accepted": True})}}):
+        follow(update)
+    assert len(lines) == 2  # the same draft seen twice is shown once; updates without a report show nothing
+    assert lines[0].startswith("draft, revision 0: Short answer · Size") and "723 bn" in lines[0]
+    assert lines[1].startswith("report accepted (revision 0)")
