@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from briefroom.protocol.prompt_assembly import DATA_BLOCK, mark_data
+from briefroom.protocol.data_blocks import DATA_BLOCK, mark_data
 
 _ATTR = re.compile(r' (\w+)="([^"]*)"')
 

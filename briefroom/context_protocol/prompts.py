@@ -18,9 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from briefroom.context_protocol.blocks import unseal
 from briefroom.errors import FatalBreaker
 from briefroom.protocol.budget import TokenCounter
+from briefroom.protocol.data_blocks import DATA_NOTICE, mark_data
 from briefroom.protocol.extraction import numbers_in, relevance, sentences
 from briefroom.protocol.messages import Priority
-from briefroom.protocol.prompt_assembly import DATA_NOTICE, DEFAULT_SHARES, ContextBuilder, Item, Section, mark_data
+from briefroom.protocol.prompt_assembly import DEFAULT_SHARES, ContextBuilder, Item, Section
 from briefroom.protocol.redaction import assert_no_secrets, redact_data
 
 ItemKind = Literal["message", "passage", "fact", "note", "memory", "tool_result"]

@@ -21,9 +21,9 @@ from briefroom.protocol import injection
 from briefroom.protocol.artifacts import ArtifactStore, summarize
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.calls import normalize_calls
+from briefroom.protocol.data_blocks import mark_data
 from briefroom.protocol.envelope import envelope
 from briefroom.protocol.payloads import ArtifactRef
-from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.protocol.redaction import redact_data
 from briefroom.protocol.tools import ToolOutcome
 from briefroom.protocol.untrusted import instruction_like
