@@ -248,9 +248,11 @@ def load_document(path: Path, display_path: str | None = None) -> Document | Non
         return None
     if not text:
         raise UnreadableDocument("no text in it")
-    # Secrets in documents never reach the index, a prompt, a report or a log.
+    # Secrets in documents never reach the index, a prompt, a report or a log: the title
+    # is the document's own text too (a heading may hold a key).
     text = redact_text(text)
-    return Document(source_id=source_id_for(text), title=title, path=display_path or str(path), text=text)
+    return Document(source_id=source_id_for(text), title=redact_text(title), path=display_path or str(path),
+                    text=text)
 
 
 DEFAULT_MAX_DOCUMENT_MB = 64

@@ -49,8 +49,8 @@ def test_000_context_snapshot_every_call_logs_exactly_what_the_model_was_sent(sm
 
 def test_000_routing_trace_names_every_recipient_and_every_redaction(small_corpus, data_dir, tmp_path):
     secret = "AKIA" + "QX7Z" * 4  # a fake AWS-style key, built at run time
-    (small_corpus / "ops.md").write_text(f"Cloud operations notes. The deploy key is {secret} for 2026.\n",
-                                         encoding="utf-8")
+    (small_corpus / "ops.md").write_text(f"# Deploy key {secret}\n\nCloud operations notes. The deploy key is "
+                                         f"{secret} for 2026.\n", encoding="utf-8")
     out = tmp_path / "run"
     run_research(ResearchRequest(question="What is the deploy key for cloud operations in 2026?",
                                  corpus=[small_corpus], out=out),
@@ -59,6 +59,9 @@ def test_000_routing_trace_names_every_recipient_and_every_redaction(small_corpu
     bus = bus_for(discover())
     sent = [e for e in events if isinstance(e, BusMessage)]
     assert sent and all(tuple(e.recipients) == bus.recipients(e.message) for e in sent)
-    results = [e for e in events if isinstance(e, ToolResult)]
-    assert any(sum(e.redactions.values()) for e in results)  # the trace says what was taken out
-    assert secret not in (out / "run.jsonl").read_text(encoding="utf-8")
+    log = (out / "run.jsonl").read_text(encoding="utf-8")
+    assert any(isinstance(e, ToolResult) for e in events)
+    # taken out when the document was read, heading included, and the trace says what was
+    assert "[REDACTED:AWS_ACCESS_KEY_ID]" in log and secret not in log
+    stored = [p for p in data_dir.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert stored == []  # nor in the index on disk
