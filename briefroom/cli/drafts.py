@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from briefroom.records import Report
+from briefroom.report.checks import SOURCES_HEADINGS
 
 SHORT_ANSWER_CHARS = 240
 
@@ -24,12 +25,14 @@ def report_in(update: Mapping[str, Any]) -> Report | None:
 
 def outline_of(markdown: str) -> tuple[list[str], str]:
     """The draft's section headings and its first sentence under the first heading (the
-    short answer), read from its Markdown."""
+    short answer), read from its Markdown; the Sources list and the footer are not sections."""
     headings: list[str] = []
     first = ""
     for line in markdown.splitlines():
         text = line.strip()
         if text.startswith("## "):
+            if text[3:].strip() in SOURCES_HEADINGS:
+                break
             headings.append(text[3:].strip())
         elif text and len(headings) == 1 and not first:
             first = text.lstrip("-* ").strip()

@@ -282,7 +282,7 @@ def test_a_draft_outline_is_its_headings_and_the_first_line_under_the_first():
     from briefroom.cli.drafts import follow_drafts, outline_of
     from briefroom.records import Report
 
-    md = "# Q?\n\n## Short answer\n\nIt is 723 bn. [1]\n\n## Size\n\n- x [1]\n\n---\n\n## not a section\n"
+    md = "# Q?\n\n## Short answer\n\nIt is 723 bn. [1]\n\n## Size\n\n- x [1]\n\n## Sources\n\n[1] a\n\n---\n\n## no\n"
     assert outline_of(md) == (["Short answer", "Size"], "It is 723 bn. [1]")
     lines: list[str] = []
     follow = follow_drafts(quiet=False, as_json=False, write=lines.append)
