@@ -160,3 +160,21 @@ def test_a_served_run_keeps_its_checkpoints_off_the_servers_thread(policy, small
     assert out["report"].startswith("# ") and runs.load(run_dir).status == "done"
     assert graph.get_state(config).values["run_dir"] == str(run_dir)
     one_story(run_dir)
+
+
+def test_a_served_client_reads_each_draft_and_the_critics_verdict_before_the_run_ends(policy, small_corpus,
+                                                                                      served_env):
+    from briefroom.cli.drafts import report_in
+    from briefroom.records import Report
+
+    graph = build_served_graph(policy)
+    parts = list(graph.stream({"question": QUESTION, "corpus": [small_corpus.name]},
+                              context={"model": "test", "rounds": 1}, stream_mode="updates", subgraphs=True))
+    reports = [(i, report_in(chunk)) for i, (ns, chunk) in enumerate(parts) if ns and report_in(chunk)]
+    assert reports and all(isinstance(r, Report) for _, r in reports)
+    drafts = [i for i, r in reports if not r.accepted]
+    verdicts = [i for i, r in reports if r.accepted]
+    assert drafts and verdicts and drafts[0] < verdicts[0] < len(parts) - 1  # streamed as written, not at the end
+    final = parts[-1][1]["research"]["report"]
+    accepted = [r for _, r in reports if r.accepted][-1]
+    assert accepted.markdown.split("\n---")[0] in final
