@@ -74,13 +74,15 @@ def error(status: int, message: str) -> Response:
 
 
 class StartForm(BaseModel):
-    """What the start form sends: the question, a corpus folder under --corpus-root, and
-    the settings a browser may choose (the endpoint and its key stay the ui's own)."""
+    """What the start form sends: the question, a corpus folder under --corpus-root and/or
+    the web, and the settings a browser may choose (the endpoint and its key, and the web
+    search provider, stay the ui's own)."""
 
     model_config = ConfigDict(extra="forbid")
 
     question: str
-    corpus: str
+    corpus: str | None = None
+    web: bool = False
     model: str | None = None
     rounds: int = Field(default=3, ge=1, le=20)
     max_tokens: int | None = Field(default=None, ge=1000)
@@ -185,13 +187,15 @@ class Workbench:
         except ValidationError as exc:
             first = exc.errors()[0]
             raise Refused(400, f"{'.'.join(map(str, first['loc'])) or 'form'}: {first['msg']}") from None
-        corpus = inside(self.corpus_root, form.corpus, "corpus folder")
+        if not form.corpus and not form.web:
+            raise Refused(400, "choose a corpus folder, or the web, or both")
+        corpora = [inside(self.corpus_root, form.corpus, "corpus folder")] if form.corpus else []
         settings = self.base_settings(model=form.model or None, rounds=form.rounds, max_tokens=form.max_tokens,
-                                      parallel=form.parallel, memory=form.memory)
+                                      parallel=form.parallel, memory=form.memory, web=form.web or None)
         if not settings.model:
             raise Refused(400, "choose a model: 'test', 'embedded', or a model of the ui's endpoint (--base-url)")
         out = self._free_run_dir(form.question)
-        request = ResearchRequest(question=form.question, corpus=[corpus], out=out,
+        request = ResearchRequest(question=form.question, corpus=corpora, out=out,
                                   review=ReviewOptions(plan=form.review_plan, clarify=form.clarify))
         live = self.runner.start(lambda: new_run(request, settings))
         return live.view()

@@ -392,3 +392,22 @@ def test_the_ui_command_refuses_bad_options_before_serving(tmp_path):
     wildcard = runner.invoke(app, ["ui", "--host", "0.0.0.0", "--runs-dir", str(tmp_path / "r")])
     assert wildcard.exit_code == 2 and "every address" in wildcard.output
     assert not (tmp_path / "r").exists()  # nothing was made for a ui that did not start
+
+
+def test_a_run_starts_on_the_web_without_a_folder_and_never_on_nothing(bench, monkeypatch):
+    response = post(bench, "/api/runs", {"question": QUESTION})
+    assert response.status == 400 and "corpus folder, or the web" in message(response)
+    launched = []
+
+    class View:
+        def view(self):
+            return {"name": "web-run"}
+
+    monkeypatch.setattr(bench.runner, "start", lambda launch_new: (launched.append(launch_new()), View())[1])
+    response = post(bench, "/api/runs", {"question": QUESTION, "web": True})
+    assert response.status == 400 and "--searxng-url" in message(response)  # the ui's provider is not set
+    bench.settings["searxng_url"] = "http://127.0.0.1:9"
+    response = post(bench, "/api/runs", {"question": QUESTION, "web": True})
+    assert response.status == 202, response.body  # accepted: the run goes on in its thread
+    launch = launched[0]
+    assert launch.settings.web is True and launch.request.corpus == []

@@ -40,7 +40,9 @@ function tab(name) {
 async function loadConfig() {
   const config = await api("/api/config");
   const select = $("#corpus");
-  select.replaceChildren(...config.folders.map((f) => { const o = el("option", f); o.value = f; return o; }));
+  const none = el("option", "none (the web only)");
+  none.value = "";
+  select.replaceChildren(...config.folders.map((f) => { const o = el("option", f); o.value = f; return o; }), none);
   $("#model").value = config.model;
   $("#config").textContent = `corpus root ${config.corpus_root} · runs in ${config.runs_dir} · data ` +
     `${config.data_dir}` + (config.endpoint ? " · endpoint configured" : "") +
@@ -52,7 +54,8 @@ async function start(event) {
   const number = (id) => ($(id).value ? Number($(id).value) : null);
   try {
     const live = await api("/api/runs", {
-      question: $("#question").value, corpus: $("#corpus").value, model: $("#model").value || null,
+      question: $("#question").value, corpus: $("#corpus").value || null, web: $("#web").checked,
+      model: $("#model").value || null,
       rounds: number("#rounds") || 3, max_tokens: number("#max-tokens"), parallel: number("#parallel"),
       memory: $("#memory").checked, review_plan: $("#review-plan").checked, clarify: $("#clarify").checked});
     openRun(live.name);
