@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -64,6 +64,22 @@ def terms_to_read(wanted: Sequence[str], counts: Mapping[str, int], need: int) -
         return None
     cheap = [t for t in present if counts[t] <= FACT_CANDIDATES] or present[:1]
     return cheap, need - (len(present) - len(cheap))
+
+
+def candidate_facts(wanted: list[str], need: int, k: int, term_counts: Callable[[list[str]], Mapping[str, int]],
+                    postings: Callable[[str], Iterable[str]]) -> list[str]:
+    """The fact ids worth checking against the query, as every backend finds them: the
+    counts of the wanted terms (`term_counts`), the postings of the cheap ones
+    (`postings`, at most FACT_CANDIDATES each), the ids holding enough of them."""
+    reading = terms_to_read(wanted, term_counts(wanted), need)
+    if reading is None:
+        return []
+    cheap, floor = reading
+    hits: dict[str, int] = {}
+    for term in cheap:
+        for fact_id in postings(term):
+            hits[fact_id] = hits.get(fact_id, 0) + 1
+    return best_candidates(hits, floor, k)
 
 
 def best_candidates(hits: Mapping[str, int], floor: int, k: int) -> list[str]:

@@ -32,7 +32,7 @@ from briefroom.memory.rules import (
     Found,
     MemoryRules,
     StoredFact,
-    best_candidates,
+    candidate_facts,
     content_id,
     fact_query,
     fact_relevance,
@@ -40,7 +40,6 @@ from briefroom.memory.rules import (
     namespace_of,
     skill_recalled,
     terms,
-    terms_to_read,
 )
 from briefroom.memory.zones import FactRow, Recalled
 from briefroom.protocol.redaction import redact_text
@@ -263,20 +262,16 @@ class MemoryStore(MemoryRules):
         if not wanted:
             return []
         with self._lock:
-            counts = dict(self._db.execute(
-                f"SELECT term, n FROM term_counts WHERE user = ? AND term IN ({','.join('?' * len(wanted))})",
-                [ns.user, *wanted]).fetchall())
-            reading = terms_to_read(wanted, counts, need)
-            if reading is None:
-                return []
-            cheap, floor = reading
-            hits: dict[str, int] = {}
-            for term in cheap:
-                for (fact_id,) in self._db.execute("SELECT fact_id FROM fact_terms WHERE user = ? AND term = ? "
-                                                   "LIMIT ?", (ns.user, term, FACT_CANDIDATES)):
-                    hits[fact_id] = hits.get(fact_id, 0) + 1
+            ids = candidate_facts(
+                wanted, need, k,
+                lambda words: dict(self._db.execute(
+                    f"SELECT term, n FROM term_counts WHERE user = ? AND term IN ({','.join('?' * len(words))})",
+                    [ns.user, *words]).fetchall()),
+                lambda term: (fact_id for (fact_id,) in self._db.execute(
+                    "SELECT fact_id FROM fact_terms WHERE user = ? AND term = ? LIMIT ?",
+                    (ns.user, term, FACT_CANDIDATES))))
             out = []
-            for fact_id in best_candidates(hits, floor, k):  # the user is filtered above; _row_for checks the rest
+            for fact_id in ids:  # the user is filtered above; _row_for checks the rest
                 row = self._row_for(fact_id, "fact", ns, scope)
                 if row is None:
                     continue

@@ -51,7 +51,7 @@ from briefroom.memory.rules import (
     Found,
     MemoryRules,
     StoredFact,
-    best_candidates,
+    candidate_facts,
     content_id,
     fact_query,
     fact_relevance,
@@ -59,7 +59,6 @@ from briefroom.memory.rules import (
     namespace_of,
     skill_recalled,
     terms,
-    terms_to_read,
 )
 from briefroom.memory.zones import FactRow, Recalled
 from briefroom.protocol.redaction import redact_text
@@ -267,19 +266,15 @@ class PgMemoryStore(MemoryRules):
         if not wanted:
             return []
         with self._lock:
-            counts = {r["term"]: r["n"] for r in self._sql(
-                'SELECT term, n FROM {s}.term_counts WHERE "user" = %s AND term = ANY(%s)', [ns.user, wanted])}
-            reading = terms_to_read(wanted, counts, need)
-            if reading is None:
-                return []
-            cheap, floor = reading
-            hits: dict[str, int] = {}
-            for term in cheap:
-                for r in self._sql('SELECT fact_id FROM {s}.fact_terms WHERE "user" = %s AND term = %s LIMIT %s',
-                                   [ns.user, term, FACT_CANDIDATES]):
-                    hits[r["fact_id"]] = hits.get(r["fact_id"], 0) + 1
+            ids = candidate_facts(
+                wanted, need, k,
+                lambda words: {r["term"]: r["n"] for r in self._sql(
+                    'SELECT term, n FROM {s}.term_counts WHERE "user" = %s AND term = ANY(%s)', [ns.user, words])},
+                lambda term: (r["fact_id"] for r in self._sql(
+                    'SELECT fact_id FROM {s}.fact_terms WHERE "user" = %s AND term = %s LIMIT %s',
+                    [ns.user, term, FACT_CANDIDATES])))
             out = []
-            for found in self._fact_rows(best_candidates(hits, floor, k), ns, scope):
+            for found in self._fact_rows(ids, ns, scope):
                 relevance = fact_relevance(wanted, found.provenance["entity"], found.text)
                 if relevance >= threshold:
                     out.append(self.scored(found.provenance["id"], relevance, found.text, found.importance,
