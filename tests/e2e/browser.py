@@ -181,8 +181,8 @@ class Browser:
 
 
 def png_pixels(data: bytes) -> tuple[int, int, int, bytes]:
-    """Width, height, channels and the raw 8-bit samples of a PNG (what Chromium writes:
-    8-bit RGB or RGBA, not interlaced)."""
+    """Width, height, channels and the raw 8-bit samples of a PNG (what Chromium and
+    pdftoppm write: 8-bit grey, RGB or RGBA, not interlaced), filters undone."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     pos, idat, header = 8, b"", b""
     while pos < len(data):
@@ -194,8 +194,8 @@ def png_pixels(data: bytes) -> tuple[int, int, int, bytes]:
             idat += body
         pos += 12 + length
     width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", header)
-    assert depth == 8 and colour in (2, 6) and not interlace, f"PNG depth {depth}, colour type {colour}"
-    channels = 3 if colour == 2 else 4
+    assert depth == 8 and colour in (0, 2, 6) and not interlace, f"PNG depth {depth}, colour type {colour}"
+    channels = {0: 1, 2: 3, 6: 4}[colour]
     raw, stride = zlib.decompress(idat), width * channels
     out, prior = bytearray(), bytearray(stride)
     for y in range(height):

@@ -5,9 +5,7 @@ included; and a Chromium that fails is one line."""
 from __future__ import annotations
 
 import shutil
-import struct
 import subprocess
-import zlib
 from pathlib import Path
 
 import docx
@@ -18,6 +16,7 @@ from briefroom.cli import app
 from briefroom.report.document import ReportDocument
 from briefroom.report.export import export_run, load_document
 from tests.conftest import SCENARIOS
+from tests.e2e.browser import png_pixels
 from tests.unit.test_export import ZH_SOURCES, make_run, zh_draft
 
 pytestmark = pytest.mark.e2e
@@ -33,40 +32,10 @@ def pdf_text(pdf: Path) -> str:
 
 
 def png_gray_pixels(png: Path) -> list[int]:
-    """Gray values of an 8-bit RGB or gray PNG (what pdftoppm writes), filters undone."""
-    data = png.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    at, idat, header = 8, b"", b""
-    while at < len(data):
-        length, kind = struct.unpack(">I4s", data[at:at + 8])
-        body = data[at + 8:at + 8 + length]
-        header = body if kind == b"IHDR" else header
-        idat += body if kind == b"IDAT" else b""
-        at += 12 + length
-    width, height, depth, color = struct.unpack(">IIBB", header[:10])
-    assert depth == 8 and color in (0, 2), (depth, color)
-    bpp = 3 if color == 2 else 1
-    raw, stride = zlib.decompress(idat), width * bpp
-    rows: list[bytearray] = []
-    previous = bytearray(stride)
-    for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for x in range(stride):
-            left = line[x - bpp] if x >= bpp else 0
-            up, corner = previous[x], previous[x - bpp] if x >= bpp else 0
-            if kind == 1:
-                line[x] = (line[x] + left) & 255
-            elif kind == 2:
-                line[x] = (line[x] + up) & 255
-            elif kind == 3:
-                line[x] = (line[x] + (left + up) // 2) & 255
-            elif kind == 4:
-                p = left + up - corner
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
-                line[x] = (line[x] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 255
-        rows.append(line)
-        previous = line
-    return [sum(row[x:x + bpp]) // bpp for row in rows for x in range(0, stride, bpp)]
+    """Gray values of an 8-bit RGB or gray PNG (what pdftoppm writes)."""
+    _, _, channels, samples = png_pixels(png.read_bytes())
+    assert channels in (1, 3), channels
+    return [sum(samples[i:i + channels]) // channels for i in range(0, len(samples), channels)]
 
 
 def first_page_variance(pdf: Path, tmp: Path) -> float:
