@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from briefroom.records import Report
-from briefroom.report.checks import SOURCES_HEADINGS
+from briefroom.report.document import parse_report
 
 SHORT_ANSWER_CHARS = 240
 
@@ -24,21 +24,11 @@ def report_in(update: Mapping[str, Any]) -> Report | None:
 
 
 def outline_of(markdown: str) -> tuple[list[str], str]:
-    """The draft's section headings and its first sentence under the first heading (the
-    short answer), read from its Markdown; the Sources list and the footer are not sections."""
-    headings: list[str] = []
-    first = ""
-    for line in markdown.splitlines():
-        text = line.strip()
-        if text.startswith("## "):
-            if text[3:].strip() in SOURCES_HEADINGS:
-                break
-            headings.append(text[3:].strip())
-        elif text and len(headings) == 1 and not first:
-            first = text.lstrip("-* ").strip()
-        elif text == "---":  # the footer: acceptance criteria, not sections
-            break
-    return headings, first[:SHORT_ANSWER_CHARS]
+    """The draft's section headings and the first paragraph under the first (the short
+    answer), as the report's own parser reads it (no Sources list, no footer)."""
+    sections = parse_report(markdown, {}).sections
+    first = sections[0].blocks[0].sentences if sections and sections[0].blocks else []
+    return [s.heading for s in sections if s.heading], " ".join(t.text for t in first)[:SHORT_ANSWER_CHARS]
 
 
 def draft_event(report: Report) -> dict[str, Any]:
