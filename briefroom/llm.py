@@ -310,6 +310,12 @@ def embedded_slots(roles: list[str], parallel: int) -> int:
     return len(roles) + max(0, parallel - 1)
 
 
+def tool_mode_for(profile: EndpointProfile) -> str:
+    """llama.cpp's generic chat formats call a tool only when told which: its roles' first
+    tool call is forced, whether the server is the embedded one or the user's."""
+    return "first" if profile.kind == "llama.cpp" else "auto"
+
+
 def needs_embedded_server(settings: Settings, roles: list[str]) -> bool:
     return any(_provider(settings, settings.model_for(r)) == "embedded" for r in roles)
 
@@ -394,7 +400,7 @@ def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str |
             handle = ModelHandle(role, "embedded", name,
                                  _openai_chat(name, embedded_base_url, "not-needed", settings, max_tokens=1024),
                                  profile.structured_mode, EMBEDDED_CONTEXT,
-                                 label=f"embedded {name} (llama.cpp, local)", tool_mode="first",
+                                 label=f"embedded {name} (llama.cpp, local)", tool_mode=tool_mode_for(profile),
                                  profile=profile, slot=slot)
         else:
             name = model or "gpt-4o-mini"
@@ -410,9 +416,7 @@ def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str |
                                  mode, settings.context_window or 128_000,
                                  label=f"{name} via {settings.base_url or 'OpenAI'} ({profile.kind})",
                                  profile=profile,
-                                 # llama.cpp's generic chat formats call a tool only when told which,
-                                 # as the embedded server (the same server) is told
-                                 tool_mode="first" if profile.kind == "llama.cpp" else "auto",
+                                 tool_mode=tool_mode_for(profile),
                                  slot=len(pool.handles) % profile.slots if profile.kind == "llama.cpp"
                                  and profile.slots > 1 else None)
         handle.recorder = recorder
