@@ -29,7 +29,7 @@ class Settings(BaseModel):
     data_dir: Path = Field(default_factory=default_data_dir)
     embedder: str = "local"
     rounds: int = Field(default=3, ge=1, le=20)
-    max_revisions: int = Field(default=2, ge=0, le=5)
+    max_revisions: int = Field(default=1, ge=0, le=5)
     context_window: int | None = None
     context: str = Field(default="layered", description="layered (default) or naive, the baseline")
     max_tokens: int | None = Field(default=None, ge=1000, description="run-level prompt+completion token budget")

@@ -32,7 +32,7 @@ class Charter(BaseModel):
     constraints: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
     max_rounds: int = Field(default=3, ge=1)
-    max_revisions: int = Field(default=2, ge=0)
+    max_revisions: int = Field(default=1, ge=0)
     # The report's language: set from the goal (`report.language.language_of`) unless the
     # user chose one; None only in a charter built by hand, read as the goal's language
     # (`report.language.charter_language`).

@@ -69,7 +69,7 @@ class Scenario(BaseModel):
                                                        "its recorded calls are kept per instance")
     corpus: str = "corpus"
     rounds: int = Field(default=2, ge=1)
-    max_revisions: int = Field(default=2, ge=0)
+    max_revisions: int = Field(default=1, ge=0)
     constraints: list[str] = Field(default_factory=list)
     acceptance_criteria: list[str] = Field(default_factory=list)
     expected_facts: list[ExpectedFact] = Field(default_factory=list)
