@@ -53,6 +53,7 @@ from typing import Callable
 
 import numpy as np
 
+from briefroom.agents.registry import builtin_roles
 from briefroom.protocol import injection as inj
 from briefroom.protocol.untrusted import instruction_like
 
@@ -284,9 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     items = cap(items, lambda r: f"{r['corpus']}|{r['lang']}")
     clean = cap(clean, lambda r: r["pool"])
     seen = train_hashes()
+    team = tuple(r.name for r in builtin_roles())  # the rules addressing a role use the built-in team's names
     detectors: dict[str, Callable[[str], bool]] = {
         "injection": lambda t: inj.judge(t).flagged,
-        "regex": lambda t: instruction_like(t) is not None,
+        "regex": lambda t: instruction_like(t, team) is not None,
     }
     inj.judge("warm up the encoder.")
     corpora = {r["corpus"].split("/")[0] for r in items}

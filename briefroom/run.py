@@ -44,7 +44,7 @@ from briefroom.graph.routing import ROUND_END
 from briefroom.graph.summary import SUMMARIZER
 from briefroom.llm import ModelPool, build_pool, embedded_model_file, embedded_slots, needs_embedded_server
 from briefroom.mcp.servers import McpServers, open_servers
-from briefroom.memory.gates import apply_gates
+from briefroom.memory.gates import TeamRoles, apply_gates
 from briefroom.memory.namespace import Namespace, default_user
 from briefroom.memory.reading import memory_tool, read_memory, remembered_facts
 from briefroom.memory.zones import MemoryBackend, Recalled
@@ -443,7 +443,7 @@ def _compose(launch: RunLaunch, team: Team, thread: Thread, log: RunLog, moved: 
     names = [r.name for r in thread.roles] + [SUMMARIZER.name]
     pool = _model_pool(launch.settings, launch.request, names, launch.run_dir, stack, log, watch.say, recorder)
     store = ArtifactStore(launch.run_dir / "artifacts")
-    tools = _tools(launch, index, store, memory, thread.mcp, stack)
+    tools = _tools(launch, index, store, memory, thread.mcp, stack, team.bus.roles)
     ctx = watch.ctx = _run_context(launch, team.bus, pool, log, tools, store, index, watch.say, opening.memory_items)
     graph_input, reviewer = _graph_input(launch, thread, ctx, charter, opening, team.bus)
     return RunParts(launch, thread, log, pool, ctx, memory, recorder, graph_input, reviewer)
@@ -500,7 +500,8 @@ def _begin(launch: RunLaunch, thread: Thread, log: RunLog, moved: MovedAside, ch
     recalled: list[Recalled] = []
     namespace = launch.namespace
     if memory is not None and namespace is not None:
-        items, used_skills, recalled = read_memory(memory, namespace, launch.settings, charter.goal, log)
+        readers = ", ".join(r.name for r in thread.roles if r.reads_memory)
+        items, used_skills, recalled = read_memory(memory, namespace, launch.settings, charter.goal, log, readers)
     _save_memory_items(run_dir, items)
     runs.update(run_dir, record, used_skills=used_skills)
     facts, sources = remembered_facts(recalled, index)
@@ -508,9 +509,10 @@ def _begin(launch: RunLaunch, thread: Thread, log: RunLog, moved: MovedAside, ch
 
 
 def _tools(launch: RunLaunch, index: CorpusIndex, store: ArtifactStore, memory: MemoryBackend | None,
-           mcp: McpServers, stack: contextlib.ExitStack) -> dict[str, Any]:
+           mcp: McpServers, stack: contextlib.ExitStack, roles: tuple[str, ...]) -> dict[str, Any]:
     """The run's tools by name: the corpus, artifacts, the web and MCP servers when the
-    run has them, the caller's own, and memory recall (finding nothing with memory off)."""
+    run has them, the caller's own, and memory recall (finding nothing with memory off).
+    `roles`: the team's role names, which an MCP result may not address."""
     settings = launch.settings
     tools = {**corpus_tools(index), "read_artifact": artifact_tool(store)}
     if settings.web:
@@ -521,7 +523,7 @@ def _tools(launch: RunLaunch, index: CorpusIndex, store: ArtifactStore, memory: 
                         interval=settings.web_interval)
         stack.callback(web.close)
         tools.update(web.tools())
-    tools.update(mcp.tools(index))  # their results become sources in the index
+    tools.update(mcp.tools(index, roles))  # their results become sources in the index
     tools.update(launch.request.tools)
     tools["recall_memory"] = memory_tool(memory, launch.namespace, settings.memory_scope,  # type: ignore[arg-type]
                                          settings.recall_threshold, settings.fact_threshold)
@@ -719,7 +721,7 @@ def _finish(parts: RunParts, state: AgentState) -> RunResult:
     if memory is not None and namespace is not None:
         started = time.perf_counter()
         decisions = apply_gates(memory, namespace, run_dir.name, state, [t for _, t in ctx.transcript],
-                                record.used_skills, log)
+                                record.used_skills, log, TeamRoles.of(ctx.bus))
         log.event("memory_gates", seconds=round(time.perf_counter() - started, 4),
                   written=sum(d.accepted for d in decisions), rejected=sum(not d.accepted for d in decisions))
     log.event("run_end", accepted=report.accepted, repairs=len(report.repairs), rounds=state.get("round"),

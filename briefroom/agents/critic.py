@@ -130,7 +130,7 @@ def review_conclusions(turn: Turn, conclusions: list[AgentMessage]) -> None:
     for message in accepted:
         for fact in turn.all_facts():
             if fact.source_id in message.body.references and fact.text in message.body.content:
-                confirmed.append(fact.model_copy(update={"confirmed_by": ("searcher", "critic")}))
+                confirmed.append(fact.model_copy(update={"confirmed_by": (message.header.sender, turn.role.name)}))
     if confirmed:
         turn.extra["facts"] = confirmed  # merge_facts adds the confirmations
     if from_memory:

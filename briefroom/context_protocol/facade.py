@@ -43,10 +43,13 @@ class ContextProtocol:
     def __init__(self, data_dir: Path | str, *, user: str | None = None, session: str = "default",
                  encoding: str = "cl100k_base", embedder: Any = None, memory: bool = True,
                  tool_tokens: int = 1200, offload_bytes: int = OFFLOAD_BYTES, detector: bool = True,
-                 shares: Mapping[str, float] | None = None, floors: Mapping[str, int] | None = None) -> None:
+                 shares: Mapping[str, float] | None = None, floors: Mapping[str, int] | None = None,
+                 agents: Sequence[str] = ()) -> None:
         """`embedder`: a `briefroom.corpus.embeddings.Embedder` (default: the local MiniLM,
         loaded at the first memory call). `detector`: also run the learned injection
-        detector on tool results (about 2 s to load once), not only the rule list."""
+        detector on tool results (about 2 s to load once), not only the rule list.
+        `agents`: the names your agents go by; text addressing one of them ("writer: ...",
+        "as the writer") reads like an order, in tool results and memory candidates."""
         self.namespace = Namespace(user or default_user(), session)
         self.data_dir = Path(data_dir)
         self.root = self.data_dir / "context-protocol" / self.namespace.user / self.namespace.session
@@ -56,6 +59,7 @@ class ContextProtocol:
         self.tool_tokens = tool_tokens
         self.offload_bytes = offload_bytes
         self.detector = detector
+        self.agents = tuple(agents)
         self.memory_enabled = memory
         self.shares = {**SHARES, **(shares or {})}
         self.floors = {**DEFAULT_FLOORS, **(floors or {})}
@@ -143,7 +147,7 @@ class ContextProtocol:
 
     def _view(self, outcome: ToolOutcome, max_tokens: int | None) -> ToolResultView:
         return tool_results.view(outcome, self.counter, self.artifacts, max_tokens or self.tool_tokens,
-                                 offload_bytes=self.offload_bytes, detector=self.detector)
+                                 offload_bytes=self.offload_bytes, detector=self.detector, addressees=self.agents)
 
     # --- 3. and 4. memory (memory.py) -------------------------------------------------
     @property
@@ -180,7 +184,7 @@ class ContextProtocol:
         store = self.memory_store
         if store is None:
             return [MemoryWriteResult(accepted=False, reason="memory is off") for _ in candidates]
-        results = memory.persist(store, self.namespace, candidates, task_id, self._lock)
+        results = memory.persist(store, self.namespace, candidates, task_id, self._lock, self.agents)
         memory.log_decisions(self._memory_log(), candidates, results)
         return results
 

@@ -102,10 +102,11 @@ def query(store: Any, namespace: Namespace, text: str, *, k: int, scope: Scope, 
 
 
 def persist(store: Any, namespace: Namespace, candidates: Sequence[MemoryCandidate], task_id: str | None,
-            lock: threading.RLock) -> list[MemoryWriteResult]:
+            lock: threading.RLock, agents: Sequence[str] = ()) -> list[MemoryWriteResult]:
     """Judge every candidate (one detector call for all), write what passes in one
-    transaction, and return every decision with its reason."""
-    from briefroom.memory.gates import Candidate, judge_all
+    transaction, and return every decision with its reason (`agents`: the names text
+    may not address)."""
+    from briefroom.memory.gates import Candidate, TeamRoles, judge_all
 
     ns = Namespace(namespace.user, namespace.session, task_id or "default")
     run_id = f"context-protocol:{task_id or 'default'}"
@@ -113,7 +114,7 @@ def persist(store: Any, namespace: Namespace, candidates: Sequence[MemoryCandida
     standing = [i for i, (ok, _) in enumerate(verdicts) if ok]
     gate = judge_all([Candidate(c.kind, c.text, tuple(c.backers), {"passage": c.passage or "",
                                                                      "accepted": c.accepted})
-                      for c in (candidates[i] for i in standing)])
+                      for c in (candidates[i] for i in standing)], TeamRoles(names=tuple(agents)))
     for i, verdict in zip(standing, gate):
         verdicts[i] = verdict
     results: list[MemoryWriteResult] = []

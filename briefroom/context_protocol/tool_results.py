@@ -101,13 +101,13 @@ def raw_outcome(tool: str, call_id: str, output: object) -> ToolOutcome:
 
 
 def view(outcome: ToolOutcome, counter: TokenCounter, artifacts: ArtifactStore, max_tokens: int, *,
-         offload_bytes: int, detector: bool) -> ToolResultView:
+         offload_bytes: int, detector: bool, addressees: Sequence[str] = ()) -> ToolResultView:
     """An outcome enveloped (trimmed, offloaded, sealed) and judged for orders."""
     env = envelope(outcome, counter, max_tokens, store=artifacts, offload_bytes=offload_bytes)
     payload = outcome.result.model_dump() if outcome.result is not None else outcome.error
     # judged on the result's own strings: its JSON rendering turns newlines into "\n",
     # which line-anchored rules and the detector's splitting would not see
-    flag = judge("\n".join(_strings(payload))[:_DETECTOR_CHARS], detector)
+    flag = judge("\n".join(_strings(payload))[:_DETECTOR_CHARS], detector, addressees)
     text = env.text
     unsealed = unseal(env.text)
     if flag is not None and unsealed is not None:
@@ -126,9 +126,10 @@ def view(outcome: ToolOutcome, counter: TokenCounter, artifacts: ArtifactStore, 
                           error=outcome.error)
 
 
-def judge(text: str, detector: bool) -> InjectionFlag | None:
-    """The rule list first (cheap, English), then the learned multilingual detector."""
-    rule = instruction_like(injection.normalize(text))
+def judge(text: str, detector: bool, addressees: Sequence[str] = ()) -> InjectionFlag | None:
+    """The rule list first (cheap, English), then the learned multilingual detector
+    (`addressees`: the agents' names, which text may not address)."""
+    rule = instruction_like(injection.normalize(text), addressees)
     score = None
     reason = f"rule: {rule}" if rule else ""
     if detector and text.strip():

@@ -9,7 +9,7 @@ JSON, or YAML for a `.yaml`/`.yml` file. A server is started as a process (`comm
 A URL must be on this machine (loopback) unless the server says `allow_remote: true`:
 a config file copied from elsewhere must not make a run send its questions to a host
 nobody chose. Besides Claude Desktop's fields a server may set which roles get its
-tools (`roles`, the Searcher by default), which of its tools they get (`tools`), how
+tools (`roles`; by default the role declaring the capability "search", the Searcher), which of its tools they get (`tools`), how
 long one call may take (`timeout_s`) and how much of a result is kept (`max_result_chars`).
 
 Every problem is one ConfigError line naming the file and the field.
@@ -31,6 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from briefroom.errors import ConfigError
 
+SEARCH = "search"  # the capability whose role gets a server's tools when the server names no roles
+
 # A server's name goes into its tools' names (`mcp__<server>__<tool>`), which an
 # OpenAI-style endpoint accepts only as [A-Za-z0-9_-]{1,64}.
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,24}$")
@@ -51,7 +53,8 @@ class ServerConfig(BaseModel):
     cwd: Path | None = None
     url: str | None = Field(default=None, min_length=1)
     allow_remote: bool = False
-    roles: list[str] = Field(default_factory=lambda: ["searcher"], min_length=1)
+    # None: the role that declares the capability SEARCH (the Searcher), whatever its name
+    roles: list[str] | None = Field(default=None, min_length=1)
     tools: list[str] | None = None  # offer only these of the server's tools (default: all)
     timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0, le=600)
     max_result_chars: int = Field(default=DEFAULT_MAX_RESULT_CHARS, ge=1000, le=5_000_000)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from briefroom.errors import ConfigError
 from briefroom.mcp.client import McpConnection, RemoteTool
-from briefroom.mcp.config import McpConfig, load_mcp_config
+from briefroom.mcp.config import SEARCH, McpConfig, load_mcp_config
 from briefroom.mcp.tools import IndexForSources, make_tool, tool_name
 
 if TYPE_CHECKING:
@@ -30,13 +30,17 @@ if TYPE_CHECKING:
 
 class TakesTools(Protocol):
     """What a role is to the servers (`agents.base.Role` is one): a name the config uses,
-    and the optional tools it may call. A dataclass, so `offer_to` can copy it."""
+    the optional tools it may call, and its capabilities (a server naming no roles serves
+    the one with SEARCH). A dataclass, so `offer_to` can copy it."""
 
     @property
     def name(self) -> str: ...
 
     @property
     def optional_tools(self) -> tuple[str, ...]: ...
+
+    @property
+    def capabilities(self) -> tuple[str, ...]: ...
 
 
 R = TypeVar("R", bound=TakesTools)
@@ -56,7 +60,8 @@ class McpServers:
         by_name = {r.name: r for r in roles}
         extra: dict[str, list[str]] = {}
         for connection in self.connections:
-            for role in connection.server.roles:
+            default = [r.name for r in roles if SEARCH in r.capabilities]
+            for role in connection.server.roles or default:
                 if role not in by_name:
                     raise ConfigError(f"MCP config {self.config_path}: server {connection.name!r} names role "
                                       f"{role!r}, which this team does not have (roles: {', '.join(by_name)})")
@@ -65,15 +70,16 @@ class McpServers:
         return [cast(R, dataclasses.replace(cast(Any, r), optional_tools=(*r.optional_tools, *extra[r.name])))
                 if r.name in extra else r for r in roles]
 
-    def tools(self, index: object) -> dict[str, "Tool"]:
-        """The servers' tools by the run's names; their results become sources in `index`."""
+    def tools(self, index: object, addressees: tuple[str, ...] = ()) -> dict[str, "Tool"]:
+        """The servers' tools by the run's names; their results become sources in `index`
+        (`addressees`: the team's role names, which a result may not address)."""
         if not self.connections:
             return {}
         if not (hasattr(index, "add_document") and hasattr(index, "passages")):
             raise ConfigError("--mcp-config needs the run's own index (it does not work with --database-url yet): "
                               "MCP results are stored as sources there")
         store: IndexForSources = index  # type: ignore[assignment]
-        return {self.names[(c.name, t.name)]: make_tool(c, t, self.names[(c.name, t.name)], store)
+        return {self.names[(c.name, t.name)]: make_tool(c, t, self.names[(c.name, t.name)], store, addressees)
                 for c in self.connections for t in self.listed[c.name]}
 
     def close(self) -> None:

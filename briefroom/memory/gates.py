@@ -27,6 +27,7 @@ from briefroom.events import MemoryWrite
 from briefroom.memory.namespace import Namespace
 from briefroom.memory.zones import FactRow, MemoryBackend
 from briefroom.protocol import injection
+from briefroom.protocol.bus import Bus
 from briefroom.protocol.chars import GARBAGE_RE
 from briefroom.protocol.extraction import content_words, quotable
 from briefroom.protocol.messages import MsgType
@@ -43,6 +44,25 @@ _UNIT = re.compile(r"\s*(%|percent|per cent|(?:billion|million|trillion|thousand
                    r"(USD|EUR|GBP|dollars|euros|\$)?", re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class TeamRoles:
+    """The run's roles as the gates need them, found by what each role declared, never
+    by name: a renamed or replaced role needs no edit here."""
+
+    names: tuple[str, ...] = ()  # every role: text that addresses one by name reads like an order
+    plans: str | None = None  # capability "plan": its instructions are the plan a skill keeps
+    drafts: str | None = None  # capability "draft": it wrote the report a task memory remembers
+    checks: str | None = None  # capability "check": its verdict backs task memories and skills
+
+    @classmethod
+    def of(cls, bus: Bus) -> "TeamRoles":
+        return cls(bus.roles, bus.holder("plan"), bus.holder("draft"), bus.holder("check"))
+
+    def only(self, *names: str | None) -> tuple[str, ...]:
+        """The given roles this team has."""
+        return tuple(name for name in names if name is not None)
+
+
 @dataclass
 class Candidate:
     kind: str  # fact | task_memory | skill | note | tool_output | conclusion
@@ -51,15 +71,15 @@ class Candidate:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def judge(candidate: Candidate) -> tuple[bool, str]:
+def judge(candidate: Candidate, roles: TeamRoles = TeamRoles()) -> tuple[bool, str]:
     """Whether a candidate may persist, and why (the order of checks is the order of reasons)."""
-    return judge_all([candidate])[0]
+    return judge_all([candidate], roles)[0]
 
 
-def judge_all(batch: list[Candidate]) -> list[tuple[bool, str]]:
+def judge_all(batch: list[Candidate], roles: TeamRoles = TeamRoles()) -> list[tuple[bool, str]]:
     """`judge` for a run's candidates: the cheap checks one by one, then the learned
     detector once for every candidate still standing (one embedding call for all)."""
-    verdicts = [_screen(candidate) for candidate in batch]
+    verdicts = [_screen(candidate, roles) for candidate in batch]
     # Last, as the costly check: the learned, multilingual detector, on what would
     # otherwise be kept, each candidate in the passage it came from.
     standing = [i for i, (ok, _) in enumerate(verdicts) if ok]
@@ -70,14 +90,14 @@ def judge_all(batch: list[Candidate]) -> list[tuple[bool, str]]:
     return verdicts
 
 
-def _screen(candidate: Candidate) -> tuple[bool, str]:
+def _screen(candidate: Candidate, roles: TeamRoles) -> tuple[bool, str]:
     if candidate.kind in ("note", "tool_output"):
         return False, "process traces and raw tool output never persist"
     if candidate.kind == "conclusion":
         return False, "a conclusion persists only as a fact two roles confirmed"
     if GARBAGE_RE.search(candidate.text):
         return False, "holds control or replacement characters (binary or mis-decoded text)"
-    order = instruction_like(injection.normalize(candidate.text))
+    order = instruction_like(injection.normalize(candidate.text), roles.names)
     if order:
         return False, f"reads like an instruction to an agent ({order})"
     if redact(candidate.text)[1]:
@@ -111,7 +131,7 @@ def fact_row(fact: Fact, subjects: dict[str, str], run_id: str) -> FactRow:
                    source_ids=(fact.source_id,), confirmed_by=tuple(sorted(set(fact.confirmed_by))), run_id=run_id)
 
 
-def candidates(state: AgentState, transcript: list[str]) -> list[Candidate]:
+def candidates(state: AgentState, transcript: list[str], roles: TeamRoles) -> list[Candidate]:
     """Everything a run could be tempted to remember."""
     report = state.get("report")
     accepted = bool(report and report.accepted)
@@ -132,12 +152,12 @@ def candidates(state: AgentState, transcript: list[str]) -> list[Candidate]:
                                    if isinstance(m.body.payload, Instruction) and m.body.payload.task_id
                                    and m.body.payload.task_id != "t0"))
         out.append(Candidate("task_memory", f"Question: {charter.goal}\nAnswered with: {'; '.join(cited)}",
-                             ("writer", "critic"), {"accepted": accepted, "sources": list(report.cited_sources),
+                             roles.only(roles.drafts, roles.checks), {"accepted": accepted, "sources": list(report.cited_sources),
                                                     "repairs": len(report.repairs), "tasks": tasks}))
-        plan = list(dict.fromkeys(m.body.content for m in messages if m.header.sender == "planner"
-                                  and m.header.msg_type is MsgType.INSTRUCTION))
+        plan = list(dict.fromkeys(m.body.content for m in messages if roles.plans is not None
+                                  and m.header.sender == roles.plans and m.header.msg_type is MsgType.INSTRUCTION))
         if plan:
-            out.append(Candidate("skill", "\n".join(plan), ("planner", "critic"),
+            out.append(Candidate("skill", "\n".join(plan), roles.only(roles.plans, roles.checks),
                                  {"accepted": accepted, "steps": plan[:8], "when": charter.goal}))
     return out
 
@@ -162,7 +182,7 @@ def _subjects(state: AgentState) -> dict[str, str]:
 
 
 def apply_gates(store: MemoryBackend, ns: Namespace, run_id: str, state: AgentState, transcript: list[str],
-                used_skills: list[str], log: RunLog) -> list[MemoryWrite]:
+                used_skills: list[str], log: RunLog, roles: TeamRoles) -> list[MemoryWrite]:
     """Judge every candidate, write what passes, log every decision; returns the decisions.
 
     A run's writes land in one transaction, recorded under the run's key with what they
@@ -171,13 +191,13 @@ def apply_gates(store: MemoryBackend, ns: Namespace, run_id: str, state: AgentSt
     whose gates already ran judges again, writes nothing, and logs the same decisions;
     one that crashed half-way wrote nothing and starts over."""
     subjects = _subjects(state)
-    found = candidates(state, transcript)
-    judged = [(candidate, ok, reason) for candidate, (ok, reason) in zip(found, judge_all(found))]
+    found = candidates(state, transcript, roles)
+    judged = [(candidate, ok, reason) for candidate, (ok, reason) in zip(found, judge_all(found, roles))]
     key = f"gates/{ns.user}/{ns.session}/{ns.task}/{run_id}"
     outcomes = store.applied(key)
     if outcomes is None:
         with store.transaction():
-            outcomes = _write(store, ns, run_id, state, judged, subjects, used_skills)
+            outcomes = _write(store, ns, run_id, state, judged, subjects, used_skills, roles)
             store.mark_applied(key, outcomes)
     decisions: list[MemoryWrite] = []
     for i, (candidate, ok, reason) in enumerate(judged):
@@ -196,7 +216,8 @@ def apply_gates(store: MemoryBackend, ns: Namespace, run_id: str, state: AgentSt
 
 
 def _write(store: MemoryBackend, ns: Namespace, run_id: str, state: AgentState,
-           judged: list[tuple[Candidate, bool, str]], subjects: dict[str, str], used_skills: list[str]) -> dict:
+           judged: list[tuple[Candidate, bool, str]], subjects: dict[str, str], used_skills: list[str],
+           roles: TeamRoles) -> dict:
     """The writes of the accepted candidates: candidate index -> zone, id, action (and the
     fact table's reason); skill reuses -> id, outcome."""
     written: dict[str, dict[str, Any]] = {}
@@ -210,13 +231,14 @@ def _write(store: MemoryBackend, ns: Namespace, run_id: str, state: AgentState,
             item_id = store.put_memory(ns, "task", candidate.text, {"run": run_id,
                                                                      "sources": candidate.data["sources"],
                                                                      "tasks": candidate.data["tasks"][:12],
-                                                                     "confirmed_by": ["critic"]},
+                                                                     "confirmed_by": list(roles.only(roles.checks))},
                                        importance=0.5 if candidate.data["repairs"] else 0.8,
                                        key=state["charter"].goal)
             written[str(i)] = {"zone": "vector", "id": item_id, "action": "insert"}
         elif candidate.kind == "skill":
             item_id, action = store.put_skill(ns, "Research plan: " + candidate.data["when"][:80],
-                                              candidate.data["when"], candidate.data["steps"], ["critic"])
+                                              candidate.data["when"], candidate.data["steps"],
+                                              list(roles.only(roles.checks)))
             written[str(i)] = {"zone": "skill", "id": item_id, "action": action}
     for (i, _), (item_id, action, why) in zip(facts, store.put_facts(ns, [r for _, r in facts])):
         written[str(i)] = {"zone": "fact", "id": item_id, "action": action, "reason": why}

@@ -37,10 +37,11 @@ from briefroom.runlog import RunLog
 MEMORY_FACT = "M"  # a run fact that came from memory is M + the memory item's id
 
 
-def read_memory(memory: MemoryBackend, ns: Namespace, settings: Settings, goal: str,
-                log: RunLog) -> tuple[list[Item], list[str], list[Recalled]]:
+def read_memory(memory: MemoryBackend, ns: Namespace, settings: Settings, goal: str, log: RunLog,
+                readers: str) -> tuple[list[Item], list[str], list[Recalled]]:
     """Task start: similar past tasks, known facts and skills, as untrusted data with
-    their provenance, for the roles that read memory (the Planner)."""
+    their provenance, for the roles that read memory (`readers`, the ones declaring
+    `reads_memory`: the Planner)."""
     scope = cast(Scope, settings.memory_scope)  # checked by Settings.check
     # The goal and each of its clauses: a remembered fact usually answers one part of it.
     queries = [goal, *(c for c in re.split(r"[?;]|,\s*(?:and\s+)?|\s+and\s+(?=which|who|what|how|when|where|why)",
@@ -53,7 +54,7 @@ def read_memory(memory: MemoryBackend, ns: Namespace, settings: Settings, goal: 
                 best[r.item_id] = r
     recalled = sorted(best.values(), key=lambda r: -r.score)[:8]
     skills = memory.skills_for(goal, ns, scope, threshold=settings.recall_threshold)
-    log.event("memory_read", agent="planner", scope=scope, threshold=settings.recall_threshold,
+    log.event("memory_read", agent=readers, scope=scope, threshold=settings.recall_threshold,
               fact_threshold=settings.fact_threshold, items=[_logged(r) for r in [*recalled, *skills]])
     items = []
     for order, r in enumerate([*skills, *recalled]):

@@ -160,6 +160,10 @@ class Bus:
             raise RoutingError(f"no role in this run declares the capability {capability!r}")
         return role
 
+    def holder(self, capability: str) -> str | None:
+        """The role declaring `capability`, or None when this team has none."""
+        return self._holders.get(capability)
+
     def guard_of(self, msg_type: MsgType) -> str | None:
         """The role every message of this type must pass first, if any."""
         return self._guards.get(msg_type)

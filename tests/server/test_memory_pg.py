@@ -9,7 +9,8 @@ import secrets
 import psycopg
 import pytest
 
-from briefroom.memory.gates import apply_gates
+from briefroom.agents.registry import builtin_roles, bus_for
+from briefroom.memory.gates import TeamRoles, apply_gates
 from briefroom.memory.namespace import Namespace
 from briefroom.memory.store import MemoryStore
 from briefroom.memory.zones import FactRow
@@ -18,6 +19,8 @@ from briefroom.protocol.messages import MsgType, make_message
 from briefroom.records import Charter, Fact, Report
 from briefroom.runlog import RunLog
 from tests.server.fakes import Clock, HashEmbedder
+
+TEAM = TeamRoles.of(bus_for(builtin_roles()))  # the built-in team, as a run passes it
 
 
 @pytest.fixture
@@ -104,8 +107,8 @@ def test_the_gates_write_the_same_items_to_postgres_as_to_sqlite(pg_url, tmp_pat
         written = []
         for s in (lite, pg):
             skill, _ = s.put_skill(ns, "plan", "an earlier question", ["step"], ["critic"])
-            first = apply_gates(s, ns, "run1", _state(), [], [skill], RunLog(None))
-            again = apply_gates(s, ns, "run1", _state(), [], [skill], RunLog(None))  # a resumed run writes nothing
+            first = apply_gates(s, ns, "run1", _state(), [], [skill], RunLog(None), TEAM)
+            again = apply_gates(s, ns, "run1", _state(), [], [skill], RunLog(None), TEAM)  # a resumed run writes nothing
             assert again == first
             written.append((first, s.items(ns), s.recall("How big is the 2026 public cloud market?", ns, k=5)))
         assert written[0] == written[1]
@@ -124,10 +127,10 @@ def test_gates_that_fail_half_way_write_nothing(store, monkeypatch):
 
     monkeypatch.setattr(store, "put_facts", crash)  # after the task memory and the skill were written
     with pytest.raises(OSError):
-        apply_gates(store, ns, "run1", _state(), [], [], RunLog(None))
+        apply_gates(store, ns, "run1", _state(), [], [], RunLog(None), TEAM)
     assert store.items(ns) == [] and store.recall("public cloud market 2026", ns, threshold=0.0) == []
     monkeypatch.undo()
-    apply_gates(store, ns, "run1", _state(), [], [], RunLog(None))
+    apply_gates(store, ns, "run1", _state(), [], [], RunLog(None), TEAM)
     assert {i["zone"] for i in store.items(ns)} == {"fact", "vector", "skill"}
 
 

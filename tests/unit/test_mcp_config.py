@@ -31,7 +31,7 @@ def test_claude_desktop_shape_in_json_and_yaml(tmp_path):
     servers = {"stats": {"command": sys.executable, "args": ["server.py"], "env": {"LEVEL": "1"}},
                "wiki": {"url": "http://127.0.0.1:8765/mcp", "roles": ["searcher"], "timeout_s": 5}}
     config = load_mcp_config(write(tmp_path, {"mcpServers": servers}))
-    assert config.mcpServers["stats"].transport == "stdio" and config.mcpServers["stats"].roles == ["searcher"]
+    assert config.mcpServers["stats"].transport == "stdio" and config.mcpServers["stats"].roles is None
     assert config.mcpServers["wiki"].transport == "streamable-http" and config.mcpServers["wiki"].timeout_s == 5
     yaml_text = f"mcpServers:\n  stats:\n    command: {sys.executable}\n    args: [server.py]\n"
     assert load_mcp_config(write(tmp_path, yaml_text, "mcp.yaml")).mcpServers["stats"].args == ["server.py"]

@@ -155,11 +155,12 @@ def test_the_roles_named_get_the_tools_and_an_unknown_role_is_a_config_error():
     servers = McpServers(Path("mcp.json"), connections=[connection],  # type: ignore[list-item]
                          listed={"stats": [RemoteTool("lookup_statistic", "", SCHEMA)]},
                          names={("stats", "lookup_statistic"): "mcp__stats__lookup_statistic"})
-    roles = [Role(name="searcher", prompt="x.md", subscriptions=(), publications=(), step=lambda t: None,
-                  optional_tools=("web_search",)),
+    # the server names no roles: the role declaring the capability "search" gets its tools, whatever its name
+    roles = [Role(name="finder", prompt="x.md", subscriptions=(), publications=(), step=lambda t: None,
+                  optional_tools=("web_search",), capabilities=("search",)),
              Role(name="writer", prompt="x.md", subscriptions=(), publications=(), step=lambda t: None)]
     offered = {r.name: r for r in servers.offer_to(roles)}
-    assert offered["searcher"].optional_tools == ("web_search", "mcp__stats__lookup_statistic")
+    assert offered["finder"].optional_tools == ("web_search", "mcp__stats__lookup_statistic")
     assert offered["writer"].optional_tools == ()
     connection.server = ServerConfig(command="python3", roles=["archivist"])
     with pytest.raises(ConfigError, match="names role 'archivist'"):
