@@ -1,4 +1,4 @@
-"""`briefroom worker`: worker processes that run the queue's research jobs (`jobs.py`),
+"""`briefroom worker`: worker processes that run the queue's research jobs (`jobs/`),
 one job at a time each, outliving database restarts, and the stall sweep that gives a
 job whose worker went silent back to the queue only if its lease is free."""
 
@@ -16,7 +16,8 @@ from typing import Any
 from briefroom.database import connection_lost, first_line, is_postgres_url, public_url, scrub
 from briefroom.errors import ConfigError
 from briefroom.job_review import columns_ddl
-from briefroom.jobs import (
+from briefroom.jobs.app import _app
+from briefroom.jobs.base import (
     _OUTCOMES_DDL,
     HEARTBEAT_S,
     OUTCOMES_TABLE,
@@ -24,9 +25,8 @@ from briefroom.jobs import (
     RECONNECT_EVERY_S,
     STALLED_AFTER_S,
     SWEEP_EVERY_S,
-    _app,
-    _lease_key,
 )
+from briefroom.jobs.lease import _lease_key
 
 # --- workers -------------------------------------------------------------------------
 
