@@ -106,89 +106,128 @@ class Settings(BaseModel):
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> "Settings":
+        """Defaults, then the environment (`ENV_NAMES`, BRIEFROOM_MODEL_<ROLE>), then
+        `overrides` (flags; None is not given): validated, checked, each problem one
+        ConfigError line in the words the user typed."""
         env = dict(os.environ if env is None else env)
-        values: dict[str, object] = {}
-        pick = {
-            "model": ("BRIEFROOM_MODEL",),
-            "base_url": ("BRIEFROOM_BASE_URL", "OPENAI_BASE_URL"),
-            "api_key": ("BRIEFROOM_API_KEY", "OPENAI_API_KEY"),
-            "structured": ("BRIEFROOM_STRUCTURED",),
-            "endpoint_kind": ("BRIEFROOM_ENDPOINT_KIND",),
-            "data_dir": ("BRIEFROOM_DATA_DIR",),
-            "embedder": ("BRIEFROOM_EMBEDDER",),
-            "context": ("BRIEFROOM_CONTEXT",),
-            "max_tokens": ("BRIEFROOM_MAX_TOKENS",),
-            "user": ("BRIEFROOM_USER",),
-            "session": ("BRIEFROOM_SESSION",),
-            "idle_timeout": ("BRIEFROOM_IDLE_TIMEOUT",),
-            "threads": ("BRIEFROOM_THREADS",),
-            "parallel": ("BRIEFROOM_PARALLEL",),
-            "language": ("BRIEFROOM_LANGUAGE",),
-            "database_url": ("BRIEFROOM_DATABASE_URL",),
-            "compact_at": ("BRIEFROOM_COMPACT_AT",),
-            "web": ("BRIEFROOM_WEB",),
-            "search_provider": ("BRIEFROOM_SEARCH_PROVIDER",),
-            "searxng_url": ("BRIEFROOM_SEARXNG_URL",),
-            "web_allow_addresses": ("BRIEFROOM_WEB_ALLOW_ADDRESSES",),
-            "web_interval": ("BRIEFROOM_WEB_INTERVAL",),
-            "mcp_config": ("BRIEFROOM_MCP_CONFIG",),
-        }
-        for field, names in pick.items():
-            for name in names:
-                if env.get(name):
-                    values[field] = env[name]
-                    break
-        role_models = {key[len("BRIEFROOM_MODEL_"):].lower(): value for key, value in env.items()
-                       if key.startswith("BRIEFROOM_MODEL_") and value}
-        if role_models:
-            values["role_models"] = role_models
-        for key, value in overrides.items():
-            if value is None:
-                continue
-            if key == "role_models":
-                values["role_models"] = {**values.get("role_models", {}), **value}  # type: ignore[dict-item]
-            else:
-                values[key] = value
-        try:
-            settings = cls.model_validate(values)
-        except ValidationError as exc:  # a user's typo, said in the words the user typed
-            problem = exc.errors()[0]
-            field = str(problem["loc"][0]) if problem["loc"] else "?"
-            where = next((n for n in pick.get(field, ()) if env.get(n) and overrides.get(field) is None), None)
-            name = where or "--" + field.replace("_", "-")
-            raise ConfigError(f"{name}: {problem['msg'].lower()}, got {str(problem.get('input'))[:60]!r}") from None
-        if settings.data_dir.exists() and not settings.data_dir.is_dir():
-            raise ConfigError(f"--data-dir {settings.data_dir} is a file; give a folder (or BRIEFROOM_DATA_DIR)")
-        if settings.base_url and not settings.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"the endpoint must be an http(s) URL, got {settings.base_url[:60]!r} "
-                              "(--base-url, OPENAI_BASE_URL or BRIEFROOM_BASE_URL)")
-        if settings.structured not in STRUCTURED_MODES:
-            raise ConfigError(f"--structured must be one of {', '.join(STRUCTURED_MODES)}")
-        if settings.context not in ("layered", "naive"):
-            raise ConfigError("--context must be 'layered' or 'naive'")
-        if settings.memory_scope not in ("user", "session"):
-            raise ConfigError("--memory-scope must be 'user' or 'session'")
-        if settings.web and settings.search_provider == "searxng" and not settings.searxng_url:
-            raise ConfigError("--web with the searxng provider needs --searxng-url http://host:port (or "
-                              "BRIEFROOM_SEARXNG_URL), or choose --search-provider brave")
-        if settings.searxng_url and not settings.searxng_url.startswith(("http://", "https://")):
-            raise ConfigError(f"--searxng-url must be an http(s) URL, got {settings.searxng_url[:60]!r}")
-        if settings.web and settings.database_url:
-            raise ConfigError("--web does not work with --database-url yet: fetched pages are indexed in the "
-                              "data directory's index only")
-        if settings.mcp_config is not None:  # a bad file fails here, before a run directory exists
-            from briefroom.mcp.config import load_mcp_config
-
-            if settings.database_url:
-                raise ConfigError("--mcp-config does not work with --database-url yet: MCP results are indexed "
-                                  "in the data directory's index only")
-            load_mcp_config(settings.mcp_config)
-            # absolute in run.json: `briefroom resume` may run from another folder
-            settings = settings.model_copy(update={"mcp_config": settings.mcp_config.expanduser().resolve()})
-        return settings
+        values = _overridden(_from_environment(env), overrides)
+        settings = _validated(cls, values, env, overrides)
+        _check_values(settings)
+        _check_web(settings)
+        return _with_mcp_config(settings)
 
     def model_for(self, role: str) -> str | None:
         return self.role_models.get(role, self.model)
+
+
+# The environment variables each setting is read from, first one set wins.
+ENV_NAMES: dict[str, tuple[str, ...]] = {
+    "model": ("BRIEFROOM_MODEL",),
+    "base_url": ("BRIEFROOM_BASE_URL", "OPENAI_BASE_URL"),
+    "api_key": ("BRIEFROOM_API_KEY", "OPENAI_API_KEY"),
+    "structured": ("BRIEFROOM_STRUCTURED",),
+    "endpoint_kind": ("BRIEFROOM_ENDPOINT_KIND",),
+    "data_dir": ("BRIEFROOM_DATA_DIR",),
+    "embedder": ("BRIEFROOM_EMBEDDER",),
+    "context": ("BRIEFROOM_CONTEXT",),
+    "max_tokens": ("BRIEFROOM_MAX_TOKENS",),
+    "user": ("BRIEFROOM_USER",),
+    "session": ("BRIEFROOM_SESSION",),
+    "idle_timeout": ("BRIEFROOM_IDLE_TIMEOUT",),
+    "threads": ("BRIEFROOM_THREADS",),
+    "parallel": ("BRIEFROOM_PARALLEL",),
+    "language": ("BRIEFROOM_LANGUAGE",),
+    "database_url": ("BRIEFROOM_DATABASE_URL",),
+    "compact_at": ("BRIEFROOM_COMPACT_AT",),
+    "web": ("BRIEFROOM_WEB",),
+    "search_provider": ("BRIEFROOM_SEARCH_PROVIDER",),
+    "searxng_url": ("BRIEFROOM_SEARXNG_URL",),
+    "web_allow_addresses": ("BRIEFROOM_WEB_ALLOW_ADDRESSES",),
+    "web_interval": ("BRIEFROOM_WEB_INTERVAL",),
+    "mcp_config": ("BRIEFROOM_MCP_CONFIG",),
+}
+ROLE_MODEL_PREFIX = "BRIEFROOM_MODEL_"  # BRIEFROOM_MODEL_<ROLE>: one role's model
+
+
+def _from_environment(env: dict[str, str]) -> dict[str, object]:
+    """The settings the environment sets (empty variables set nothing)."""
+    values: dict[str, object] = {}
+    for field, names in ENV_NAMES.items():
+        name = next((n for n in names if env.get(n)), None)
+        if name is not None:
+            values[field] = env[name]
+    role_models = {key[len(ROLE_MODEL_PREFIX):].lower(): value for key, value in env.items()
+                   if key.startswith(ROLE_MODEL_PREFIX) and value}
+    if role_models:
+        values["role_models"] = role_models
+    return values
+
+
+def _overridden(values: dict[str, object], overrides: dict[str, object]) -> dict[str, object]:
+    """`values` with the flags given; per-role models are added to the environment's."""
+    out = dict(values)
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if key == "role_models":
+            out["role_models"] = {**out.get("role_models", {}), **value}  # type: ignore[dict-item]
+        else:
+            out[key] = value
+    return out
+
+
+def _validated(cls: type[Settings], values: dict[str, object], env: dict[str, str],
+               overrides: dict[str, object]) -> Settings:
+    """The model, or a ConfigError naming the variable or flag the bad value came from."""
+    try:
+        return cls.model_validate(values)
+    except ValidationError as exc:  # a user's typo, said in the words the user typed
+        problem = exc.errors()[0]
+        field = str(problem["loc"][0]) if problem["loc"] else "?"
+        where = next((n for n in ENV_NAMES.get(field, ()) if env.get(n) and overrides.get(field) is None), None)
+        name = where or "--" + field.replace("_", "-")
+        raise ConfigError(f"{name}: {problem['msg'].lower()}, got {str(problem.get('input'))[:60]!r}") from None
+
+
+def _check_values(settings: Settings) -> None:
+    """The data directory, the endpoint and the choices a field's type does not check."""
+    if settings.data_dir.exists() and not settings.data_dir.is_dir():
+        raise ConfigError(f"--data-dir {settings.data_dir} is a file; give a folder (or BRIEFROOM_DATA_DIR)")
+    if settings.base_url and not settings.base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"the endpoint must be an http(s) URL, got {settings.base_url[:60]!r} "
+                          "(--base-url, OPENAI_BASE_URL or BRIEFROOM_BASE_URL)")
+    if settings.structured not in STRUCTURED_MODES:
+        raise ConfigError(f"--structured must be one of {', '.join(STRUCTURED_MODES)}")
+    if settings.context not in ("layered", "naive"):
+        raise ConfigError("--context must be 'layered' or 'naive'")
+    if settings.memory_scope not in ("user", "session"):
+        raise ConfigError("--memory-scope must be 'user' or 'session'")
+
+
+def _check_web(settings: Settings) -> None:
+    """Web research needs its search provider, and the data directory's index."""
+    if settings.web and settings.search_provider == "searxng" and not settings.searxng_url:
+        raise ConfigError("--web with the searxng provider needs --searxng-url http://host:port (or "
+                          "BRIEFROOM_SEARXNG_URL), or choose --search-provider brave")
+    if settings.searxng_url and not settings.searxng_url.startswith(("http://", "https://")):
+        raise ConfigError(f"--searxng-url must be an http(s) URL, got {settings.searxng_url[:60]!r}")
+    if settings.web and settings.database_url:
+        raise ConfigError("--web does not work with --database-url yet: fetched pages are indexed in the "
+                          "data directory's index only")
+
+
+def _with_mcp_config(settings: Settings) -> Settings:
+    """A bad MCP servers file fails here, before a run directory exists; a good one is
+    kept by its absolute path (in run.json: `briefroom resume` may run from another folder)."""
+    if settings.mcp_config is None:
+        return settings
+    from briefroom.mcp.config import load_mcp_config
+
+    if settings.database_url:
+        raise ConfigError("--mcp-config does not work with --database-url yet: MCP results are indexed "
+                          "in the data directory's index only")
+    load_mcp_config(settings.mcp_config)
+    return settings.model_copy(update={"mcp_config": settings.mcp_config.expanduser().resolve()})
 
 
 # Dynamic prompt sections whose share of a role's budget a user may tune.
