@@ -76,47 +76,78 @@ def score_report(markdown: str, *, question: str, language: str, answer_key: lis
     missed = [k.name for k in answer_key if k.name not in found]
     recall = len(found) / len(answer_key) if answer_key else 1.0
     said_unanswered = any(p in _normal(body) for p in SAYS_UNANSWERED)
-    if unanswerable:
-        coverage = 1.0 if said_unanswered else 0.0
-    else:
-        n_parts = max(len(parts), max((k.part for k in answer_key), default=1))
-        covered = {k.part for k in answer_key if k.name in found}
-        coverage = len(covered) / n_parts if n_parts else 1.0
-    cited = supported = unretrieved = 0
-    unsupported: list[str] = []
-    everything = " ".join(source_texts[s] for s in retrieved if s in source_texts) + " " + question
-    for line in body.splitlines():
-        text = _CITE.sub("", line).strip().lstrip("-#* ").strip()
-        if not text:
-            continue
-        ids = []
-        for n in _CITE.findall(line):
-            sid = mapping.get(n)
-            if sid is None or sid not in retrieved or sid not in source_texts:
-                unretrieved += 1
-            else:
-                ids.append(sid)
-        # A cited line answers to its sources; an uncited one (title, heading, note) to anything retrieved.
-        pool = " ".join(source_texts[s] for s in ids) if ids else everything
-        missing = unsupported_numbers(text, source_readings(pool))  # the same test the Critic applies
-        unsupported += [f"{n} — in: {text[:120]}" for n in missing]
-        if _CITE.search(line):
-            cited += 1
-            grounded = max((grounding(text, source_texts[s]) for s in ids), default=0.0)
-            if ids and not missing and grounded >= GROUNDING_THRESHOLD:
-                supported += 1
-    wants_cjk = language.lower().startswith("zh")
-    prose = " ".join(sentences(body))
+    lines = _check_lines(body, mapping, source_texts, retrieved, question)
     opening = short_answer(body)
     # A trap figure in the opening (short answer, executive summary) or the key figures is
     # presented as the answer; one in a section that names it as a forecast or an estimate
     # is not, so trap_hits over-counts.
     headline = summaries(body) + "\n" + key_figures(body)
-    return ReportScore(recall=recall, found=found, missed=missed, coverage=coverage, cited_sentences=cited,
-                       supported_sentences=supported, unsupported_numbers=unsupported,
-                       unretrieved_citations=unretrieved,
+    return ReportScore(recall=recall, found=found, missed=missed,
+                       coverage=_coverage(answer_key, found, parts, unanswerable, said_unanswered),
+                       cited_sentences=lines.cited, supported_sentences=lines.supported,
+                       unsupported_numbers=lines.unsupported, unretrieved_citations=lines.unretrieved,
                        trap_hits=[t for t in must_not if states(body, [t])],
-                       language_ok=is_cjk(prose) == wants_cjk if prose else False,
+                       language_ok=_language_ok(body, language),
                        says_unanswered=said_unanswered, short_answer=opening,
                        short_answer_trap_hits=[t for t in must_not if states(headline, [t])],
                        short_answer_authoritative=states(opening, authoritative) if authoritative else None)
+
+
+def _coverage(answer_key: list[KeyFact], found: list[str], parts: list[str], unanswerable: bool,
+              said_unanswered: bool) -> float:
+    """Share of the question's parts with a key fact stated; for an unanswerable
+    question, whether the report said the corpus does not answer it."""
+    if unanswerable:
+        return 1.0 if said_unanswered else 0.0
+    n_parts = max(len(parts), max((k.part for k in answer_key), default=1))
+    covered = {k.part for k in answer_key if k.name in found}
+    return len(covered) / n_parts if n_parts else 1.0
+
+
+@dataclass
+class _LineCounts:
+    """What the body's lines add up to: cited lines, the supported ones among them,
+    numbers no source holds, citations of sources the run did not retrieve."""
+
+    cited: int = 0
+    supported: int = 0
+    unretrieved: int = 0
+    unsupported: list[str] = field(default_factory=list)
+
+
+def _check_lines(body: str, mapping: dict[str, str], source_texts: dict[str, str], retrieved: set[str],
+                 question: str) -> _LineCounts:
+    counts = _LineCounts()
+    everything = " ".join(source_texts[s] for s in retrieved if s in source_texts) + " " + question
+    for line in body.splitlines():
+        text = _CITE.sub("", line).strip().lstrip("-#* ").strip()
+        if text:
+            _check_line(line, text, mapping, source_texts, retrieved, everything, counts)
+    return counts
+
+
+def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dict[str, str], retrieved: set[str],
+                everything: str, counts: _LineCounts) -> None:
+    """One body line: its citations, its numbers against its sources, its grounding."""
+    ids = []
+    for n in _CITE.findall(line):
+        sid = mapping.get(n)
+        if sid is None or sid not in retrieved or sid not in source_texts:
+            counts.unretrieved += 1
+        else:
+            ids.append(sid)
+    # A cited line answers to its sources; an uncited one (title, heading, note) to anything retrieved.
+    pool = " ".join(source_texts[s] for s in ids) if ids else everything
+    missing = unsupported_numbers(text, source_readings(pool))  # the same test the Critic applies
+    counts.unsupported += [f"{n} — in: {text[:120]}" for n in missing]
+    if _CITE.search(line):
+        counts.cited += 1
+        grounded = max((grounding(text, source_texts[s]) for s in ids), default=0.0)
+        if ids and not missing and grounded >= GROUNDING_THRESHOLD:
+            counts.supported += 1
+
+
+def _language_ok(body: str, language: str) -> bool:
+    """The body's prose is in the language asked for (no prose: not)."""
+    prose = " ".join(sentences(body))
+    return is_cjk(prose) == language.lower().startswith("zh") if prose else False
