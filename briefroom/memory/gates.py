@@ -154,8 +154,8 @@ def candidates(state: AgentState, transcript: list[str], roles: TeamRoles) -> li
         out.append(Candidate("task_memory", f"Question: {charter.goal}\nAnswered with: {'; '.join(cited)}",
                              roles.only(roles.drafts, roles.checks), {"accepted": accepted, "sources": list(report.cited_sources),
                                                     "repairs": len(report.repairs), "tasks": tasks}))
-        plan = list(dict.fromkeys(m.body.content for m in messages if roles.plans is not None
-                                  and m.header.sender == roles.plans and m.header.msg_type is MsgType.INSTRUCTION))
+        plan = list(dict.fromkeys(m.body.content for m in messages if m.header.sender == roles.plans
+                                  and m.header.msg_type is MsgType.INSTRUCTION))
         if plan:
             out.append(Candidate("skill", "\n".join(plan), roles.only(roles.plans, roles.checks),
                                  {"accepted": accepted, "steps": plan[:8], "when": charter.goal}))

@@ -340,3 +340,25 @@ def test_a_task_memory_names_the_runs_tasks_by_lineage(store, tmp_path):
     apply_gates(store, ns, "run1", state, [], [], RunLog(tmp_path / "run.jsonl"), TEAM)
     (memory,) = [i for i in store.items(ns, zone="vector") if i["kind"] == "task"]
     assert memory["provenance"]["tasks"] == ["t0 > t1.1: How big is the market?"]
+
+
+def test_the_gates_find_the_planning_drafting_and_checking_roles_by_capability():
+    """A team whose roles have other names keeps its plan as a skill and its report as a
+    task memory, backed by the roles that declared plan, draft and check."""
+    from briefroom.memory.gates import candidates
+    from briefroom.protocol.bus import Bus
+
+    state = _accepted_state()
+    state["archive"] = [m.model_copy(update={"header": m.header.model_copy(update={"sender": "strategist"})})
+                        if m.header.sender == "planner" else m for m in state["archive"]]
+    bus = Bus({"strategist": (), "author": (), "reviewer": ()}, {},
+              capabilities={"strategist": ("plan",), "author": ("draft",), "reviewer": ("check",)})
+    renamed = TeamRoles.of(bus)
+    assert renamed == TeamRoles(("strategist", "author", "reviewer"), "strategist", "author", "reviewer")
+    by_kind = {c.kind: c for c in candidates(state, [], renamed)}
+    assert by_kind["skill"].backers == ("strategist", "reviewer") and by_kind["skill"].data["steps"]
+    assert by_kind["task_memory"].backers == ("author", "reviewer")
+    # the built-in team's planner sent none of these instructions: no plan to keep
+    assert "skill" not in {c.kind for c in candidates(state, [], TEAM)}
+    # a team without a checker backs nothing by a checker's name
+    assert TeamRoles.of(Bus({"strategist": ()}, {}, capabilities={"strategist": ("plan",)})).only(None) == ()
