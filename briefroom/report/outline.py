@@ -14,7 +14,7 @@ import functools
 import re
 from collections.abc import Callable
 
-from briefroom.protocol.extraction import content_words, numbers_in, relevance, stemmed_words
+from briefroom.protocol.extraction import content_words, number_mentions, numbers_in, relevance, stemmed_words
 from briefroom.records import Fact
 from briefroom.report.language import language_of
 
@@ -244,6 +244,18 @@ _ASKS_CHANGE = re.compile(r"\bby how much\b|\bchange[ds]?\b|\bgap\b|\bdiffer(?:e
                           r"\bcompare[ds]?\b|变化|增长|相比|差距", re.I)
 
 
+# Chinese gives a change by the verb before the figure ("增加34.3万人次"); a sentence all of
+# whose figures come after one gives differences only.
+_ZH_CHANGE_BEFORE = re.compile(r"(?:增加|减少|增长|下降|提高|降低|多出|少了)了?约?$")
+
+
+def gives_only_differences(text: str) -> bool:
+    if _DIFFERENCE_SUBJECT.search(text):
+        return True
+    mentions = [m for m in number_mentions(text) if not _YEAR.fullmatch(m.value)]
+    return bool(mentions) and all(_ZH_CHANGE_BEFORE.search(text[max(0, m.start - 4):m.start]) for m in mentions)
+
+
 def measures_in(text: str) -> set[str]:
     return {name for name, pattern in MEASURE_FAMILIES if pattern.search(text)}
 
@@ -260,7 +272,7 @@ def answers_measure(text: str, part: str) -> bool:
     asked = measures_in(part) - {"forecast"}
     if asked and not asked & measures_in(text):
         return False
-    return bool(_ASKS_CHANGE.search(part)) or not _DIFFERENCE_SUBJECT.search(text)
+    return bool(_ASKS_CHANGE.search(part)) or not gives_only_differences(text)
 
 
 def wants_money(part: str) -> bool:
@@ -322,7 +334,7 @@ def leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], u
     for _, value, _, fact in sorted((t for t in scored if t[3] is not best), key=lambda t: (-t[1], t[2])):
         if len(out) >= MAX_LEADS or value < RIVAL_SHARE * best_relevance:
             break
-        if _DIFFERENCE_SUBJECT.search(fact.text) and not _ASKS_CHANGE.search(part):
+        if gives_only_differences(fact.text) and not _ASKS_CHANGE.search(part):
             continue  # a difference is no rival to a level
         if fact.source_id not in {f.source_id for f in out} and figures(fact.text) - figures(best.text):
             out.append(fact)

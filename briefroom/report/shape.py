@@ -131,6 +131,7 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
     model_claims = [c for s in draft.sections for c in s.claims]
     score = Scorer(question, parts, [f.text for f in facts] + [c.text for c in model_claims], embed)
     used: set[str] = set()
+    said: set[str] = set()
     sections: list[DraftSection] = []
     not_said: list[str] = []
     first_lead: Fact | None = None
@@ -138,7 +139,7 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
         # the model's sentences stay where it put them, unless they are about another subject
         # than the one asked ("Contractors installed 3.48 million … across North America")
         prose = [c for s in mine for c in s.claims if c.text.strip() and not score.other_subject(c.text)
-                 and (accept_sentence is None or accept_sentence(c))]
+                 and c.text.strip() not in said and (accept_sentence is None or accept_sentence(c))]
         found = leads(facts, part, score, titles, used, authority)
         if n == 0 and found:
             first_lead = found[0]
@@ -156,6 +157,8 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
                           for c in claims]
             claims += [label.labelled(quote(f), rival=True) for f in rivals]
         used.update(f.text for f in found)
+        claims = [c for c in claims if c.text.strip() not in said]  # said once, in the first part it answers
+        said.update(c.text.strip() for c in claims)
         if not claims:
             not_said.append(lab["not_said_part"].format(part=short_heading(part)))
             claims = [Claim.model_construct(text=lab["not_said"], source_ids=[], attribution=None)]
