@@ -39,6 +39,9 @@ _TOKEN = re.compile(r"[A-Za-z][A-Za-z-]+")
 _WHO = re.compile(r"\s*(?:who\b|谁|哪家)", re.I)
 # Years in a part pick the facts of that year over those of another.
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
+# What ends right before a figure's unit: the figure, with its scale word ("723 billion USD",
+# "2.6 GW", "3.87 million TEU"). A capitalised word there measures, it names no one.
+_AFTER_FIGURE = re.compile(r"\d(?:[\d.,]*\d)?\s*(?:(?:thousand|million|billion|trillion|bn|mn)\s+)?$", re.I)
 
 
 def allowed_years(question: str) -> set[str]:
@@ -150,6 +153,16 @@ class Scorer:
         return score
 
 
+    def names_only(self, text: str, part: str) -> bool:
+        """The sentence shares with a part that names someone only those names: it is about
+        the subject, not about what the part asks of it ("Azure grew 31%" for "how many
+        data centres does Azure run in Antarctica")."""
+        named = {w.lower() for w in _TOKEN.findall(part)} & self.asked_names
+        if not named:
+            return False
+        shared = stemmed_words(text) & stemmed_words(part)
+        return bool(shared) and shared <= named
+
     def other_subject(self, text: str) -> bool:
         """The sentence is about someone else: it opens with a name the question does not
         use ("Estmark, Norvalia's neighbour, added…"), or it names others and none of the
@@ -167,16 +180,21 @@ def proper_names(texts: list[str]) -> set[str]:
     sentence are not names, "Sweden" and "Estmark" are)."""
     inner: set[str] = set()
     lower: set[str] = set()
+    units: set[str] = set()
     for text in texts:
         for n, m in enumerate(_TOKEN.finditer(text)):
             word = m.group(0)
+            figure = _AFTER_FIGURE.search(text[max(0, m.start() - 24):m.start()])
+            if figure and not _YEAR.fullmatch(figure.group(0).strip()):  # "in 2025 Estmark added": a name
+                units.add(word)  # a unit or currency after its figure (USD, GW, TEU)
+                continue
             opening = n == 0 or text[max(0, m.start() - 2):m.start()].strip() in (".", "“", "\"")
             # an opening word is a name when a comma or "'s" follows it ("Estmark, …", "Norvalia's …")
             if word[0].isupper() and (not opening or text[m.end():m.end() + 2] in (", ", "'s", "’s")):
                 inner.add(word)
             elif word[0].islower():
                 lower.add(word)
-    names = {w for w in inner if w.lower() not in lower and len(w) >= 3}
+    names = {w for w in inner if w.lower() not in lower and w not in units and len(w) >= 3}
     # An opening word in the place of a name is one too: "Sweden installed …" beside
     # "France installed …" and "Poland installed …" (a list of countries, a row each).
     after_name: set[str] = set()
@@ -189,7 +207,7 @@ def proper_names(texts: list[str]) -> set[str]:
                     after_name.add(b)
             if len(tokens) >= 2 and tokens[0][0].isupper() and tokens[1][0].islower():
                 openers.append((tokens[0], tokens[1]))
-    names |= {a for a, b in openers if b in after_name and a.lower() not in lower and len(a) >= 3}
+    names |= {a for a, b in openers if b in after_name and a.lower() not in lower and a not in units and len(a) >= 3}
     return names
 
 
@@ -318,7 +336,7 @@ def leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], u
     scored = []
     for n, f in enumerate(facts):
         if f.text in used or not may_answer(f.text, part, question, titles.get(f.source_id, "")) \
-                or score.other_subject(f.text):
+                or score.other_subject(f.text) or score.names_only(f.text, part):
             continue
         relevance_ = score(f.text, part) + (0.05 if f.confirmed_by else 0.0)
         scored.append((relevance_ * authority.get(f.source_id, 1.0), relevance_, n, f))

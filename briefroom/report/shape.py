@@ -23,7 +23,7 @@ from briefroom.protocol.extraction import content_words, is_cjk
 from briefroom.records import MAX_SECTIONS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.checks import REPORT_WORDS
 from briefroom.report.language import LABELS, short_heading, whole_phrase
-from briefroom.report.outline import Embed, Scorer, dedupe, figures, is_title, leads
+from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, figures, is_title, leads, may_answer
 from briefroom.report.source_kinds import SourceProfile
 from briefroom.report.spec import ReportSpec
 
@@ -81,6 +81,22 @@ def sections_by_part(draft: WriterDraft, n_parts: int) -> list[list[DraftSection
     return grouped
 
 
+def place_sentences(grouped: list[list[DraftSection]], parts: list[str], score: Scorer) -> list[list[Claim]]:
+    """The model's sentences of each part, in its order. A sentence stays in the part its
+    section says it answers, unless it answers another part (`answers`) and scores higher
+    there: then it goes to that part (a growth figure written under "how big" answers
+    "who grew fastest")."""
+    placed: list[list[Claim]] = [[] for _ in parts]
+    for n, sections in enumerate(grouped):
+        for claim in (c for s in sections for c in s.claims):
+            own = score(claim.text, parts[n])
+            better = [(score(claim.text, p), k) for k, p in enumerate(parts)
+                      if k != n and answers(claim, p, score)]
+            best = max(better, default=None)
+            placed[best[1] if best is not None and best[0] > own else n].append(claim)
+    return placed
+
+
 def heading_of(model_headings: list[str], part: str, question: str, fallback: str = "Findings") -> str:
     """The model's heading when it is a whole phrase about its part; else the part's own
     words, shortened at a phrase boundary (`short_heading`)."""
@@ -93,6 +109,14 @@ def heading_of(model_headings: list[str], part: str, question: str, fallback: st
             return heading[:1].upper() + heading[1:]
     heading = short_heading(part)
     return heading if len(heading.strip()) >= 2 else fallback
+
+
+def answers(claim: Claim, part: str, score: Scorer) -> bool:
+    """A sentence of the model's answers the part by itself: it may (a statement, with a
+    figure where one is asked, of the question's time) and scores as a lead must
+    (`outline.ANSWERS_PART`)."""
+    return (may_answer(claim.text, part, score.question) and not score.names_only(claim.text, part)
+            and score(claim.text, part) >= ANSWERS_PART)
 
 
 def _says_figures_of(claims: list[Claim], fact: Fact) -> bool:
@@ -123,6 +147,8 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
     filters the model's sentences once more (None: all stay)."""
     lab = LABELS[language]
     shape = spec.shape
+    # a question of more parts than a report has sections: the report names those it leaves out
+    omitted = [short_heading(p) for p in parts[MAX_SECTIONS:]]
     parts = parts[:MAX_SECTIONS] if parts else [question]
     facts = dedupe(facts)
     titles = {sid: r.title for sid, r in sources.items()}
@@ -135,12 +161,19 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
     sections: list[DraftSection] = []
     not_said: list[str] = []
     first_lead: Fact | None = None
-    for n, (part, mine) in enumerate(zip(parts, sections_by_part(draft, len(parts)))):
+    grouped = sections_by_part(draft, len(parts))
+    placed = place_sentences(grouped, parts, score)
+    for n, (part, mine) in enumerate(zip(parts, grouped)):
         # the model's sentences stay where it put them, unless they are about another subject
         # than the one asked ("Contractors installed 3.48 million … across North America")
-        prose = [c for s in mine for c in s.claims if c.text.strip() and not score.other_subject(c.text)
+        prose = [c for c in placed[n] if c.text.strip() and not score.other_subject(c.text)
                  and c.text.strip() not in said and (accept_sentence is None or accept_sentence(c))]
         found = leads(facts, part, score, titles, used, authority)
+        if not found and not any(answers(c, part, score) for c in prose):
+            # Nothing verified answers the part and the model's sentences do not either: they
+            # are about something else (a figure of another year or subject), and the part
+            # is "not said", which the Writer then asks the Searcher about.
+            prose = []
         if n == 0 and found:
             first_lead = found[0]
         claims: list[Claim] = []
@@ -173,7 +206,7 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
         title = f"{lab['findings']}: {question.strip()}"[:120]
     cited = {sid for s in [short, *summary, *(c for sec in sections for c in sec.claims)] for sid in s.source_ids}
     return ReportDraft.model_construct(
-        title=title, short_answer=short, summary=summary, sections=sections, key_figures=[], omitted=[],
+        title=title, short_answer=short, summary=summary, sections=sections, key_figures=[], omitted=omitted,
         not_said=not_said, source_labels={sid: profiles[sid].label(language) for sid in cited if sid in profiles})
 
 
