@@ -119,8 +119,10 @@ class Scorer:
         self.names = proper_names(texts)
         self.asked = {w.lower() for w in _TOKEN.findall(question)}
         # the names the question asks about: capitalised inside it ("in Port Karavel")
+        # (a unit the sources write after a figure, "in TEU", names no one)
+        units = {u.lower() for u in figure_units(texts)}
         self.asked_names = {m.group(0).lower() for n, m in enumerate(_TOKEN.finditer(question))
-                            if n > 0 and m.group(0)[0].isupper()}
+                            if n > 0 and m.group(0)[0].isupper()} - units
         self.semantic: dict[tuple[str, str], float] = {}
         if embed is not None and language_of(question) == "en" and texts:
             unique = list(dict.fromkeys(texts))
@@ -156,12 +158,14 @@ class Scorer:
     def names_only(self, text: str, part: str) -> bool:
         """The sentence shares with a part that names someone only those names: it is about
         the subject, not about what the part asks of it ("Azure grew 31%" for "how many
-        data centres does Azure run in Antarctica")."""
-        named = {w.lower() for w in _TOKEN.findall(part)} & self.asked_names
+        data centres does Azure run in Antarctica"). Words are compared by their first
+        five letters (handle, handled; centre, centres)."""
+        named = {w.lower()[:5] for w in _TOKEN.findall(part) if w.lower() in self.asked_names}
         if not named:
             return False
-        shared = stemmed_words(text) & stemmed_words(part)
-        return bool(shared) and shared <= named
+        said = {w[:5] for w in content_words(text)}
+        asked = {w[:5] for w in content_words(part)} - named
+        return bool(asked) and bool(said & named) and not said & asked
 
     def other_subject(self, text: str) -> bool:
         """The sentence is about someone else: it opens with a name the question does not
@@ -174,6 +178,19 @@ class Scorer:
         return bool(self.asked_names and named and not named & self.asked_names)
 
 
+def _unit_at(text: str, start: int) -> bool:
+    """The word starting at `start` follows a figure (not a year): it is the figure's unit."""
+    figure = _AFTER_FIGURE.search(text[max(0, start - 24):start])
+    return bool(figure) and not _YEAR.fullmatch(figure.group(0).strip())  # "in 2025 Estmark added": a name
+
+
+def figure_units(texts: list[str]) -> set[str]:
+    """Capitalised words written right after a figure somewhere: units and currencies
+    (USD, GW, TEU), never names."""
+    return {m.group(0) for text in texts for m in _TOKEN.finditer(text)
+            if m.group(0)[0].isupper() and _unit_at(text, m.start())}
+
+
 def proper_names(texts: list[str]) -> set[str]:
     """Capitalised words that are names in these texts: written capitalised inside a
     sentence somewhere, and never in lower case (so "Installers" or "Worldwide" opening a
@@ -184,8 +201,7 @@ def proper_names(texts: list[str]) -> set[str]:
     for text in texts:
         for n, m in enumerate(_TOKEN.finditer(text)):
             word = m.group(0)
-            figure = _AFTER_FIGURE.search(text[max(0, m.start() - 24):m.start()])
-            if figure and not _YEAR.fullmatch(figure.group(0).strip()):  # "in 2025 Estmark added": a name
+            if _unit_at(text, m.start()):
                 units.add(word)  # a unit or currency after its figure (USD, GW, TEU)
                 continue
             opening = n == 0 or text[max(0, m.start() - 2):m.start()].strip() in (".", "“", "\"")
@@ -345,6 +361,10 @@ def leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], u
         return []
     # the lead gives the measure asked for (installed, not sold); rivals may give another
     leading = sorted((t for t in scored if answers_measure(t[3].text, part)), key=lambda t: (-t[0], t[2]))
+    if "forecast" not in measures_in(part) and any("forecast" not in measures_in(t[3].text) for t in leading):
+        # a forecast never stands for an actual: where one answers, it leads (a forecast
+        # may still stand beside it as a rival figure)
+        leading = [t for t in leading if "forecast" not in measures_in(t[3].text)]
     if not leading:
         return []
     _, best_relevance, _, best = leading[0]

@@ -165,3 +165,18 @@ def test_the_answer_scorer_embeds_each_text_once():
     assert remembered(["a", "bb", "a"]) == [[1.0], [2.0], [1.0]]
     assert remembered(["bb", "ccc"]) == [[2.0], [3.0]]
     assert seen == ["a", "bb", "ccc"]
+
+
+def test_a_forecast_does_not_lead_where_an_actual_answers():
+    from briefroom.report.outline import Scorer, leads
+
+    question = "How much electricity did solar panels generate in Corvale in 2025?"
+    forecast = fact("The outlook expects solar panels to generate 12 TWh by 2025, covering about 17% of demand.", "O")
+    actual = fact("Solar panels generated 9.84 TWh in 2025, meeting 13.8% of the country's electricity consumption.",
+                  "S")
+    parts = question_parts(question)
+    score = Scorer(question, parts, [forecast.text, actual.text])
+    authority = {"O": 1.0, "S": 0.8}  # the forecast's source outranks the actual's
+    assert leads([forecast, actual], parts[0], score, {}, set(), authority)[0] is actual
+    # with no actual, the forecast still answers (a 2026 market is only ever forecast)
+    assert leads([forecast], parts[0], score, {}, set(), authority) == [forecast]

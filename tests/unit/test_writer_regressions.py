@@ -108,3 +108,13 @@ def test_a_question_of_more_parts_than_sections_names_the_parts_left_out():
     assert len(report.sections) == 4 and report.omitted == ["How many EVs were sold"]
     markdown, _ = render_markdown(report, SOURCES)
     assert "first 4 parts" in markdown.split("## Short answer")[0] and "How many EVs were sold" in markdown
+
+
+def test_a_unit_the_question_names_is_not_a_name_it_asks_about():
+    # "in TEU" is capitalised inside the question, but the sources write it after figures
+    question = "How many containers, in TEU, did the Port of Halvik handle in 2025?"
+    port = "The Port of Halvik handled 3.87 million TEU in 2025, against 3.52 million TEU in 2024."
+    score = Scorer(question, question_parts(question), [port])
+    assert "teu" not in score.asked_names
+    assert not score.names_only(port, question_parts(question)[0])  # handled is what the part asks (handle)
+    assert score.names_only("The Port of Halvik has a new logo.", question_parts(question)[0])
