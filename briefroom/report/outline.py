@@ -181,7 +181,7 @@ class Scorer:
 def _unit_at(text: str, start: int) -> bool:
     """The word starting at `start` follows a figure (not a year): it is the figure's unit."""
     figure = _AFTER_FIGURE.search(text[max(0, start - 24):start])
-    return bool(figure) and not _YEAR.fullmatch(figure.group(0).strip())  # "in 2025 Estmark added": a name
+    return figure is not None and not _YEAR.fullmatch(figure.group(0).strip())  # "in 2025 Estmark added": a name
 
 
 def figure_units(texts: list[str]) -> set[str]:
