@@ -67,6 +67,12 @@ class Settings(BaseModel):
     web_interval: float = Field(default=1.0, ge=0, le=60, description="seconds between two requests to one host")
     mcp_config: Path | None = Field(default=None, description="MCP servers file (JSON or YAML, Claude Desktop's "
                                     "mcpServers): their tools go to the roles it names, the Searcher by default")
+    report_kind: Literal["brief", "standard", "detailed"] = Field(
+        default="standard", description="how much the report says: brief, standard or detailed")
+    words: int | None = Field(default=None, ge=50, le=20_000, description="the report's target length in words "
+                                                                          "(default: the kind's)")
+    audience: str | None = Field(default=None, max_length=300, description="who the report is for: its tone, "
+                                                                          "told to the Writer")
     compact_at: tuple[float, float, float] = Field(
         default=(0.6, 0.75, 0.85), description="shares of --max-tokens at which the run warns, compresses its "
                                                "prompts, and leaves only the Writer")

@@ -89,6 +89,8 @@ class SourceRecord(BaseModel):
 # hold are this one limit. A question of more parts is answered for its first
 # MAX_SECTIONS and the report names the parts it leaves out (`ReportDraft.omitted`).
 MAX_SECTIONS = 4
+# The most sentences the model may write in one section (a detailed report's paragraph).
+MAX_SENTENCES = 8
 
 class Claim(BaseModel):
     text: str = Field(min_length=3, description="one sentence; numbers exactly as in the sources",
@@ -110,8 +112,13 @@ class Claim(BaseModel):
 
 
 class DraftSection(BaseModel):
-    heading: str = Field(min_length=2, json_schema_extra={"x-fill": "heading", "maxLength": 120})
-    claims: list[Claim] = Field(min_length=1, max_length=6)
+    heading: str = Field(min_length=2, description="a short heading, a whole phrase",
+                         json_schema_extra={"x-fill": "heading", "maxLength": 120})
+    # The sentences of the section's prose, in reading order (one paragraph).
+    claims: list[Claim] = Field(min_length=1, max_length=MAX_SENTENCES)
+    # Which part of the question the section answers (1, 2, ...); 0: by its position.
+    part: int = Field(default=0, ge=0, le=MAX_SECTIONS, description="the number of the part of the question "
+                      "this section answers", json_schema_extra={"x-fill": "part"})
 
 
 class WriterDraft(BaseModel):
@@ -119,6 +126,8 @@ class WriterDraft(BaseModel):
 
     title: str = Field(min_length=3, json_schema_extra={"x-fill": "title", "maxLength": 120})
     short_answer: Claim
+    # The executive summary: a few sentences a reader who stops here still takes away.
+    summary: list[Claim] = Field(default_factory=list, max_length=4, json_schema_extra={"x-fill": "summary"})
     sections: list[DraftSection] = Field(min_length=1, max_length=MAX_SECTIONS)
 
 
@@ -133,6 +142,10 @@ class ReportDraft(WriterDraft):
 
     key_figures: list[Claim] = Field(default_factory=list)
     omitted: SkipJsonSchema[list[str]] = Field(default_factory=list)  # headings of the sections left out
+    # The parts of the question nothing verified answers ("What the documents do not say").
+    not_said: SkipJsonSchema[list[str]] = Field(default_factory=list)
+    # Each source's kind and date as the Sources list shows them, by source id.
+    source_labels: SkipJsonSchema[dict[str, str]] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -146,7 +159,7 @@ class ReportDraft(WriterDraft):
             self.sections, self.omitted = kept["sections"], kept["omitted"]
 
     def claims(self) -> list[Claim]:
-        return [self.short_answer, *(c for s in self.sections for c in s.claims), *self.key_figures]
+        return [self.short_answer, *self.summary, *(c for s in self.sections for c in s.claims), *self.key_figures]
 
 
 def _within_section_limit(values: dict[str, Any]) -> dict[str, Any]:

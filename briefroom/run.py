@@ -61,7 +61,9 @@ from briefroom.protocol.prompt_assembly import Item
 from briefroom.protocol.redaction import redact_text
 from briefroom.protocol.tools import artifact_tool
 from briefroom.records import DEFAULT_CRITERIA, Charter, Fact, SourceRecord
+from briefroom.report.evidence import sources_extras
 from briefroom.report.language import language_of
+from briefroom.report.spec import ReportSpec
 from briefroom.review import (
     ClarifyRequest,
     PlanReviewRequest,
@@ -540,6 +542,7 @@ def _run_context(launch: RunLaunch, bus: Bus, pool: ModelPool, log: RunLog, tool
                       floors=settings.context_floors, memory_items=memory_items,
                       memory_threshold=settings.recall_threshold, fact_threshold=settings.fact_threshold,
                       parallel=settings.parallel, compaction=Compaction(*settings.compact_at),
+                      report=ReportSpec(kind=settings.report_kind, words=settings.words, audience=settings.audience),
                       transcript_path=launch.run_dir / TRANSCRIPT_FILE)
 
 
@@ -715,8 +718,10 @@ def _finish(parts: RunParts, state: AgentState) -> RunResult:
         markdown, web = cite_web(settings.data_dir, markdown, list(state.get("sources", {})))
     write_atomic(run_dir / "report.md", redact_text(markdown))
     all_sources = {sid: rec.model_dump(mode="json") for sid, rec in state.get("sources", {}).items()}
+    # claims (each cited sentence -> source -> passage span) and kinds (each source's kind and date)
+    extras = sources_extras(markdown, state.get("sources", {}), list(report.cited_sources))
     write_atomic(run_dir / "sources.json", json.dumps({"cited": list(report.cited_sources), "sources": all_sources,
-                                                       **({"web": web} if web else {})},
+                                                       **({"web": web} if web else {}), **extras},
                                                        indent=2, ensure_ascii=False) + "\n")
     if memory is not None and namespace is not None:
         started = time.perf_counter()

@@ -26,6 +26,7 @@ from briefroom.report.checks import (
 )
 from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, charter_language, criterion
+from briefroom.report.verify import code_problems
 
 
 class Verdict(BaseModel):
@@ -149,7 +150,9 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
     texts = turn.source_texts()
     sent = message.payload_as(ReportMessage)
     draft, markdown = sent.draft, sent.markdown
-    problems = draft_problems(draft, texts, charter.goal) + markdown_problems(markdown, texts)
+    # the sentence check the Writer verified its prose with: a paraphrase that passed it is
+    # not sent back for wording, a sentence whose figure or words are not in its sources is
+    problems = draft_problems(draft, texts, charter.goal, check=code_problems) + markdown_problems(markdown, texts)
     revisions = turn.state.get("revisions", 0)
     if problems and revisions < charter.max_revisions and not turn.finishing:
         turn.publish(MsgType.CRITIQUE, "Fix these before the report can ship:\n"
@@ -160,7 +163,7 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
         return
     repairs: tuple[str, ...] = ()
     if problems:
-        draft, log = repair_draft(draft, texts, turn.all_facts(), question=charter.goal)
+        draft, log = repair_draft(draft, texts, turn.all_facts(), question=charter.goal, check=code_problems)
         repairs = tuple(log)
         for line in log:
             turn.ctx.log.event("report_repair", agent="critic", round=turn.round, repair=line)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.bus import Bus
+from briefroom.report.spec import ReportSpec
 from briefroom.runlog import RunLog
 
 if TYPE_CHECKING:
@@ -86,6 +87,7 @@ class RunContext:
     tokens_used: int = 0
     parallel: int = 1  # instances of a fan-out role that may run at the same time
     compaction: Compaction = field(default_factory=Compaction)
+    report: ReportSpec = field(default_factory=ReportSpec)  # --report, --words, --audience: for the Writer
     stages_logged: set[str] = field(default_factory=set)  # compaction stages announced in the log
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

@@ -1,7 +1,14 @@
-"""Writer: drafts the cited report from accepted conclusions and verified facts.
+"""Writer: the model writes the report's prose; code verifies every sentence and gives
+the report its shape.
 
-A part of the question that no verified fact of this run answers is looked up in
-long-term memory before the report says the documents do not say (`fill_from_memory`).
+One turn: the model drafts prose per part of the question from accepted conclusions and
+verified facts (`writer_draft.md`); each sentence is checked against the passages it
+cites, by code and by one bounded judgement call (`report.verify`); what fails goes back
+to the model once with the reason (`writer_revise.md`), then is replaced by the quote it
+rests on or dropped; `report.shape` builds the report around the question's parts with
+the sources weighed (`report.source_kinds`). A part that no verified fact of this run
+answers is looked up in long-term memory before the report says the documents do not
+say (`fill_from_memory`), then asked of the Searcher.
 """
 
 from __future__ import annotations
@@ -10,15 +17,24 @@ import hashlib
 
 from briefroom.agents.base import Role, Turn
 from briefroom.memory.reading import memory_item, memory_reader, remembered_fact, unused_facts
+from briefroom.prompts import load_template, render
 from briefroom.protocol.bus import Subscription
-from briefroom.protocol.extraction import numbers_in, statements
+from briefroom.protocol.extraction import content_words, numbers_in, statements
 from briefroom.protocol.messages import MsgType, Priority
 from briefroom.protocol.payloads import Answer, Critique, Question, ReportMessage
 from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.records import Claim, DraftSection, Fact, Report, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, charter_language, part_query, question_parts
-from briefroom.report.outline import answer_scorer, outline
+from briefroom.report.outline import Scorer, answer_scorer, dedupe, leads
+from briefroom.report.shape import assemble
+from briefroom.report.source_kinds import SourceProfile, profiles
+from briefroom.report.spec import ReportSpec
+from briefroom.report.verify import Judge, Repair, SupportReview, failures, quote_of, settle
+
+# Sentences of a cited source shown beside a sentence under judgement: the ones sharing
+# most of its words, so the call stays small whatever the sources' length.
+PASSAGE_SENTENCES = 3
 
 
 def accepted_conclusions(turn: Turn):
@@ -64,6 +80,84 @@ def _unanswered(report: ReportDraft, parts: list[str]) -> list[str]:
     return [part for part, section in zip(parts, report.sections) if not any(c.source_ids for c in section.claims)]
 
 
+def report_spec(turn: Turn) -> ReportSpec:
+    return turn.ctx.report
+
+
+def _sources_listing(allowed: list[str], sources: dict[str, SourceRecord], kinds: dict[str, SourceProfile],
+                     language: str) -> str:
+    return "\n".join(f"- {sid}: {sources[sid].title} ({kinds[sid].label(language)})" for sid in allowed)
+
+
+def draft_task(turn: Turn, parts: list[str], allowed: list[str], sources: dict[str, SourceRecord],
+               kinds: dict[str, SourceProfile], critiques: list[str]) -> str:
+    """The Writer's task from `writer_draft.md`: parts, sources with their kinds, the report
+    asked for; a critique of the last draft after it, as data."""
+    spec = report_spec(turn)
+    language = charter_language(turn.charter)
+    task = render(load_template("writer_draft.md"), language=LABELS[language]["language_name"],
+                  parts="\n".join(f"{n}. {part}" for n, part in enumerate(parts, start=1)),
+                  summary_sentences=spec.shape.summary_sentences, kind=spec.kind, words=spec.target_words,
+                  audience=spec.audience or "a general reader",
+                  sources=mark_data("sources", _sources_listing(allowed, sources, kinds, language)))
+    if critiques:
+        task += "\nThe Critic sent the last draft back:\n" + mark_data("critique", "\n".join(critiques))
+    return task
+
+
+def _passages_for(claim: Claim, texts: dict[str, str]) -> str:
+    words = content_words(claim.text)
+    lines = []
+    for sid in claim.source_ids:
+        ranked = sorted(statements(texts.get(sid, "")), key=lambda s: -len(words & content_words(s)))
+        lines += [f"  [{sid}] {s}" for s in ranked[:PASSAGE_SENTENCES]]
+    return "\n".join(lines)
+
+
+def support_judge(turn: Turn, texts: dict[str, str]) -> Judge:
+    """The team's model judging sentences against the passages they cite: one structured
+    call per check (`SupportReview`, `writer_support.md`), its size bounded by
+    `verify.MAX_JUDGED` sentences and `PASSAGE_SENTENCES` per cited source."""
+
+    def judge(claims: list[Claim]) -> dict[int, str]:
+        ids = [f"s{n}" for n in range(1, len(claims) + 1)]
+        shown = "\n\n".join(f"{i}: {c.text}\n{_passages_for(c, texts)}" for i, c in zip(ids, claims))
+        task = render(load_template("writer_support.md"), sentences=mark_data("sentences", shown))
+        review = turn.ask(task, SupportReview, enums={"sentence_id": ids}, max_items={"verdicts": len(ids)})
+        out: dict[int, str] = {}
+        decided: set[str] = set()
+        for verdict in review.verdicts:  # the first verdict on a sentence counts
+            if verdict.sentence_id in ids and verdict.sentence_id not in decided:
+                decided.add(verdict.sentence_id)
+                if verdict.verdict == "unsupported":
+                    out[ids.index(verdict.sentence_id)] = verdict.reason
+        return out
+
+    return judge
+
+
+def write_verified(turn: Turn, task: str, allowed: list[str], facts: list[Fact]) -> tuple[WriterDraft, list[Repair]]:
+    """The model's draft with every sentence verified (`verify.settle`): failures go back
+    once with their reasons, then are quoted or dropped. Each outcome is logged."""
+    texts = turn.source_texts()
+    shown = unused_facts(facts, turn.state, turn.role.name)  # a memory fact already used is not shown again
+    draft = turn.ask(task, WriterDraft, facts=shown, enums={"source_ids": allowed})
+    judge = support_judge(turn, texts)
+
+    def redraft(failed: list[tuple[Claim, str]]) -> WriterDraft:
+        listing = "\n".join(f"- {claim.text} — {why}" for claim, why in failed)
+        again = render(load_template("writer_revise.md"), failures=mark_data("failures", listing))
+        return turn.ask(task + "\n\n" + again, WriterDraft, facts=shown, enums={"source_ids": allowed})
+
+    settled, repairs, sent_back = settle(draft, lambda claims: failures(claims, texts, judge), redraft,
+                                         lambda claim: quote_of(claim, texts))
+    if sent_back:
+        turn.note(f"sent {sent_back} sentence(s) back to the model once with the reasons")
+    for repair in repairs:
+        turn.ctx.log.event("report_repair", agent=turn.role.name, round=turn.round, repair=repair.line())
+    return settled, repairs
+
+
 def _embed(turn: Turn):
     """Semantic scoring for the outline, on English questions (`outline.answer_scorer`);
     none without an index (unit tests of the Writer alone)."""
@@ -72,7 +166,7 @@ def _embed(turn: Turn):
     return answer_scorer()
 
 
-def fill_from_memory(turn: Turn, gaps: list[str], draft: WriterDraft, asked: set[str]) -> list[Fact]:
+def fill_from_memory(turn: Turn, gaps: list[str], asked: set[str]) -> list[Fact]:
     """Decision point: parts of the question no verified fact of this run answers.
 
     Before writing that the documents do not say, each such part is looked up in
@@ -102,15 +196,16 @@ def fill_from_memory(turn: Turn, gaps: list[str], draft: WriterDraft, asked: set
         return []
     sources = {**{record.source_id: record for _, record in found.values()}, **turn.all_sources()}
     candidates = [fact for fact, _ in found.values()]
-    probe = outline(draft, _ranked(turn, sources, candidates), goal, {sid: sources[sid].title for sid in sources},
-                    _embed(turn))
+    ranked = dedupe(_ranked(turn, sources, candidates))
     parts = question_parts(goal)
-    quoted = {part: {(c.text, tuple(c.source_ids)) for c in section.claims}
-              for part, section in zip(parts, probe.sections) if part in gaps}
+    score = Scorer(goal, parts, [f.text for f in ranked], _embed(turn))
+    titles = {sid: sources[sid].title for sid in sources}
+    authority = {sid: p.authority for sid, p in profiles(sources).items()}
+    answered = {part: {f.fact_id for f in leads(ranked, part, score, titles, set(), authority)}
+                for part in parts if part in gaps}
     used: list[Fact] = []
     for fact, record in found.values():
-        filled = next((part for part, claims in quoted.items()
-                       if (f"“{fact.text}”", (fact.source_id,)) in claims), None)
+        filled = next((part for part, ids in answered.items() if fact.fact_id in ids), None)
         if filled is None:
             continue
         used.append(fact)
@@ -142,6 +237,22 @@ def ask_searcher(turn: Turn, parts: list[str]) -> None:
         turn.publish(MsgType.QUESTION, text, to="search", payload=Question(), priority=Priority.P1)
 
 
+def method_note(turn: Turn, sources: dict[str, SourceRecord], cited: list[str], language: str) -> str:
+    """How the report was made, for its footer: rounds searched, documents read and cited,
+    those read but left out (in the footer, past the checked body: its counts are the
+    run's, not the sources')."""
+    lab = LABELS[language]
+    left = [sources[sid].title for sid in sources if sid not in cited]
+    left_out = lab["left_out"].format(titles="; ".join(left[:6]) + ("; …" if len(left) > 6 else "")) if left else ""
+    return lab["method"].format(rounds=turn.round, read=len(sources), cited=len(cited), left_out=left_out)
+
+
+def compose(turn: Turn, draft: WriterDraft, sources: dict[str, SourceRecord]) -> ReportDraft:
+    goal = turn.charter.goal
+    return assemble(draft, question_parts(goal), goal, _ranked(turn, sources), sources, profiles(sources),
+                    report_spec(turn), charter_language(turn.charter), _embed(turn))
+
+
 def step(turn: Turn) -> None:
     for reply in turn.unread_of(MsgType.ANSWER):  # its evidence came as conclusions, checked by the Critic
         turn.note(f"asked: {reply.payload_as(Answer).question} -> {reply.body.content[:160]}")
@@ -154,12 +265,9 @@ def step(turn: Turn) -> None:
     label = " / ".join(sorted(turn.ctx.models.labels))
     footer = lab["generated"].format(label=label)
     asked: set[str] = set()  # parts looked up in memory this turn
-    if not allowed:
-        # No part of the question has verified evidence: memory is asked for each first.
-        nothing = WriterDraft.model_construct(title=goal, short_answer=Claim.model_construct(text="", source_ids=[]),
-                                              sections=[])
-        if fill_from_memory(turn, parts, nothing, asked):
-            facts, allowed, sources = _evidence(turn, conclusions)
+    if not allowed and fill_from_memory(turn, parts, asked):
+        # No part of the question had verified evidence: memory was asked for each first.
+        facts, allowed, sources = _evidence(turn, conclusions)
     if not allowed:
         draft = WriterDraft(title=lab["no_evidence_title"].format(goal=goal)[:200],
                             short_answer=Claim.model_construct(text=lab["no_evidence"], source_ids=[]),
@@ -170,22 +278,17 @@ def step(turn: Turn) -> None:
     else:
         critiques = [m.body.content for m in turn.unread_of(MsgType.CRITIQUE)
                      if m.payload_as(Critique).kind == "revise"]
-        task = ("Write the report: a title, a one-sentence short answer, and sections of claims. Use only the "
-                "accepted conclusions and facts; copy numbers exactly; cite source ids for every claim. "
-                f"Write in {lab['language_name']}, the language of the question.")
-        if critiques:
-            task += "\nThe Critic sent the last draft back:\n" + mark_data("critique", "\n".join(critiques))
-        # a memory fact this role already used at a decision point is not shown again
-        draft = turn.ask(task, WriterDraft, facts=unused_facts(facts, turn.state, turn.role.name),
-                         enums={"source_ids": allowed})
-        embed = _embed(turn)
-        report = outline(draft, _ranked(turn, sources), goal, {sid: sources[sid].title for sid in sources}, embed)
+        task = draft_task(turn, parts, allowed, sources, profiles(sources), critiques)
+        draft, _ = write_verified(turn, task, allowed, facts)
+        report = compose(turn, draft, sources)
         # Parts nothing verified answers would say "the documents do not say": memory first.
-        if fill_from_memory(turn, _unanswered(report, parts), draft, asked):
+        if fill_from_memory(turn, _unanswered(report, parts), asked):
             sources = turn.all_sources()
-            report = outline(draft, _ranked(turn, sources), goal, {sid: sources[sid].title for sid in sources},
-                             embed)
+            report = compose(turn, draft, sources)
         ask_searcher(turn, _unanswered(report, parts))
+    _, cited = render_markdown(report, sources, language=language)
+    if cited:
+        footer += "\n\n" + method_note(turn, sources, cited, language)
     markdown, cited = render_markdown(report, sources, footer=footer, language=language)
     revision = turn.state.get("revisions", 0)
     turn.extra["report"] = Report(markdown=markdown, cited_sources=tuple(cited), round=turn.round, revision=revision)

@@ -34,6 +34,12 @@ if TYPE_CHECKING:
     from briefroom.report.export import Format
 
 
+def _report_kind(kind: str | None) -> str | None:
+    if kind is not None and kind not in ("brief", "standard", "detailed"):
+        raise _fail(f"--report must be brief, standard or detailed, got {kind[:40]!r}", 2)
+    return kind
+
+
 def research(
     question: Annotated[str, typer.Argument(help="the research question")],
     corpus: Annotated[list[Path], typer.Option("--corpus", "-c", help="folder of documents (repeatable)")] = [],
@@ -72,6 +78,12 @@ def research(
                                                             "(default 0.5)")] = None,
     language: Annotated[Optional[str], typer.Option(help="the report's language, en or zh (default: the "
                                                     "question's)")] = None,
+    report_kind: Annotated[Optional[str], typer.Option("--report", metavar="brief|standard|detailed",
+                                                       help="how much the report says (default standard)")] = None,
+    words: Annotated[Optional[int], typer.Option(min=50, max=20_000, help="the report's target length in "
+                                                 "words")] = None,
+    audience: Annotated[Optional[str], typer.Option(help="who the report is for, e.g. 'policy makers': its "
+                                                    "tone")] = None,
     database_url: DatabaseUrl = None,
     parallel: Annotated[Optional[int], typer.Option(min=1, max=8, help="sub-questions searched at the same time, "
                                                     "one searcher instance each (env BRIEFROOM_PARALLEL; default "
@@ -124,6 +136,7 @@ def research(
                              session=session, memory_scope=memory_scope, memory_threshold=memory_threshold,
                              fact_threshold=fact_threshold, parallel=parallel, compact_at=compact_at,
                              language=language, database_url=database_url, threads=threads,
+                             report_kind=_report_kind(report_kind), words=words, audience=audience,
                              idle_timeout=idle_timeout, web=web, search_provider=search_provider, searxng_url=searxng_url,
                              allow_domains=allow_domain or None, deny_domains=deny_domain or None,
                              mcp_config=mcp_config)

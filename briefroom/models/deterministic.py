@@ -116,6 +116,8 @@ class SchemaFiller:
         kind = schema.get("type")
         hint = schema.get("x-fill", "")
         if kind == "object" or "properties" in schema:
+            if _fills(schema, "part"):  # a section of the Writer's report: prose for one part of the question
+                return self._section(schema)
             wants_record = "evidence." in json.dumps(schema.get("properties", {}))
             if wants_record and self._ranked:
                 record = self._ranked[self._record_cursor % len(self._ranked)]
@@ -151,6 +153,11 @@ class SchemaFiller:
             return refs[:high] if len(refs) >= low else (refs * low)[:low]
         if "enum" in items:
             return list(items["enum"])[:max(low, min(high, len(items["enum"])))]
+        if _fills(items, "part"):  # the Writer's sections: one per part of the question its task lists
+            return [self._value(items, None) for _ in range(max(low, min(high, len(self._parts()) or 1)))]
+        if schema.get("x-fill") == "summary":  # an executive summary: the best sentence for each part
+            return [self._claim(records[0]) for part in self._parts()[:high]
+                    if (records := self._for_part(part, 1))]
         encoded = json.dumps(items)
         remaining = max(len(self._ranked) - self._record_cursor, 0)
         if '"evidence.' in json.dumps(items.get("properties", {})) and "items" not in json.dumps(
@@ -161,6 +168,32 @@ class SchemaFiller:
         else:
             n = 3
         return [self._value(items, record) for _ in range(max(low, min(high, n)))]
+
+    def _parts(self) -> list[str]:
+        """The parts of the question the Writer's task lists ("1. how many ...")."""
+        return re.findall(r"^\d+\. (.+)$", self.material.task, re.M)
+
+    def _for_part(self, part: str, n: int) -> list[Record]:
+        """The records sharing most words with one part (numbers preferred), in ranked order."""
+        words = set(re.findall(r"[a-z]{4,}", part.lower())) | {part[i:i + 2] for i in range(len(part) - 1)
+                                                                 if "\u4e00" <= part[i] <= "\u9fff"}
+        def overlap(record: Record) -> int:
+            text = record.text.lower()
+            return sum(1 for w in words if w in text)
+        scored = sorted(enumerate(self._ranked), key=lambda t: (-overlap(t[1]), t[0]))
+        return [r for _, r in scored if overlap(r) > 0][:n]
+
+    def _claim(self, record: Record) -> dict[str, Any]:
+        return {"text": record.text[:400], "source_ids": list(record.refs[:1])}
+
+    def _section(self, schema: dict) -> dict[str, Any]:
+        """Prose for the next part: its two best sentences, verbatim from the material, a
+        heading of the part's own words, and the part's number."""
+        parts = self._parts() or [self.material.goal or self.material.task]
+        n = self._next("part") % len(parts)
+        records = self._for_part(parts[n], 2) or self._ranked[:1]
+        claims = [self._claim(r) for r in records] or [{"text": "No sentence found.", "source_ids": []}]
+        return {"heading": parts[n][:120], "claims": claims, "part": n + 1}
 
     def _string(self, schema: dict, hint: str, record: Record | None) -> str:
         m = self.material
@@ -188,6 +221,11 @@ class SchemaFiller:
         if len(text) < schema.get("minLength", 0):
             text = text.ljust(schema["minLength"], ".")
         return text
+
+
+def _fills(schema: dict, hint: str) -> bool:
+    """The object schema has a property with this `x-fill` hint."""
+    return any(isinstance(sub, dict) and sub.get("x-fill") == hint for sub in schema.get("properties", {}).values())
 
 
 def _subquestions(goal: str) -> list[str]:

@@ -15,6 +15,7 @@ quoted with its citation, or dropped; each repair is recorded.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -116,8 +117,15 @@ def label_vocabulary(question: str, source_texts: dict[str, str]) -> set[str]:
                                                                   for t in source_texts.values()))
 
 
-def draft_problems(draft: ReportDraft, source_texts: dict[str, str], question: str = "") -> list[Problem]:
-    problems = [p for claim in draft.claims() for p in claim_problems(claim, source_texts)]
+ClaimCheck = Callable[[Claim, dict[str, str]], list[Problem]]
+
+
+def draft_problems(draft: ReportDraft, source_texts: dict[str, str], question: str = "",
+                   check: ClaimCheck | None = None) -> list[Problem]:
+    """Problems of a draft: each claim's (`check`, by default `claim_problems`; the Critic
+    passes the Writer's own sentence check, `verify.code_problems`), its labels'."""
+    check = check or claim_problems
+    problems = [p for claim in draft.claims() for p in check(claim, source_texts)]
     vocabulary = label_vocabulary(question, source_texts)
     known = label_numbers(question, source_texts)
     for what, text in [("title", draft.title), *(("heading", s.heading) for s in draft.sections)]:
@@ -175,16 +183,17 @@ def markdown_problems(markdown: str, source_texts: dict[str, str]) -> list[Probl
 
 
 def repair_draft(draft: ReportDraft, source_texts: dict[str, str], facts: list[Fact],
-                 question: str = "") -> tuple[ReportDraft, list[str]]:
+                 question: str = "", check: ClaimCheck | None = None) -> tuple[ReportDraft, list[str]]:
     """Replace or drop every failing claim; returns the repaired draft and a log line per repair.
 
     The short answer is matched against the question as well as its own words: when a
     model's answer is fluff, the fact closest to what was asked is the honest stand-in.
     """
     log: list[str] = []
+    check = check or claim_problems
 
     def fix(claim: Claim, context: str = "") -> Claim | None:
-        if not claim_problems(claim, source_texts):
+        if not check(claim, source_texts):
             return claim
         probe = Claim.model_construct(text=f"{claim.text} {context}", source_ids=claim.source_ids)
         fact = closest_fact(probe, facts, source_texts)
@@ -197,6 +206,7 @@ def repair_draft(draft: ReportDraft, source_texts: dict[str, str], facts: list[F
     lab = labels(question)
     short = fix(draft.short_answer, question) or Claim.model_construct(text=lab["no_answer"], source_ids=[])
     figures = [c for c in (fix(c) for c in draft.key_figures) if c is not None]
+    summary = [c for c in (fix(c) for c in draft.summary) if c is not None]
     vocabulary = label_vocabulary(question, source_texts)
     known = label_numbers(question, source_texts)
 
@@ -218,7 +228,7 @@ def repair_draft(draft: ReportDraft, source_texts: dict[str, str], facts: list[F
         sections = [draft.sections[0].model_copy(update={"claims": [short]})]
     title = label(draft.title, question or "Research report", "title")
     return draft.model_copy(update={"title": title, "short_answer": short, "sections": sections,
-                                    "key_figures": figures}), log
+                                    "key_figures": figures, "summary": summary}), log
 
 
 def closest_fact(claim: Claim, facts: list[Fact], source_texts: dict[str, str]) -> Fact | None:

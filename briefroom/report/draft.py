@@ -35,7 +35,12 @@ def _bare(text: str) -> str:
 def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer: str = "",
                     language: str = "en") -> tuple[str, list[str]]:
     """Markdown with [n] citations numbered by first use; returns (markdown, ids by n).
-    Headings code writes are in `language` (the question's)."""
+    Headings code writes are in `language` (the question's).
+
+    Prose is written one sentence to a line: Markdown joins the lines of a paragraph, and
+    every check that reads report.md back (the Critic's, the evaluation's) sees each
+    sentence on its own line with its own citations. A sentence with an attribution
+    (figures that differ, side by side with who says them) is a bullet."""
     from briefroom.report.language import LABELS
 
     lab = LABELS[language]
@@ -51,6 +56,15 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
         cited = f"{text} {''.join(marks)}" if marks else text
         return f"{cited} — *{claim.attribution}*" if claim.attribution and marks else cited
 
+    def prose(claims: list[Claim]) -> list[str]:
+        lines: list[str] = []
+        for claim in claims:
+            bullet = bool(claim.attribution and claim.source_ids)
+            if lines and (bullet != lines[-1].startswith("- ")):
+                lines.append("")  # a list and a paragraph are separate blocks
+            lines.append(f"- {cite(claim)}" if bullet else cite(claim))
+        return lines
+
     lines = [f"# {draft.title.strip()}", ""]
     if draft.omitted:
         note = _OMITTED_NOTE.get(language, _OMITTED_NOTE["en"])
@@ -58,6 +72,9 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
     lines += [f"## {lab['short_answer']}", "", cite(draft.short_answer), ""]
     # The short answer may repeat a section's lead figure: the section still opens with it.
     written: set[str] = set()
+    summary = [c for c in draft.summary if c.text.strip() and _bare(c.text) != _bare(draft.short_answer.text)]
+    if summary:
+        lines += [f"## {lab['summary']}", "", *prose(summary), ""]
     for section in draft.sections:
         # Models repeat themselves; a claim already made is not made again.
         fresh = []
@@ -67,22 +84,25 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
                 fresh.append(claim)
         if not fresh:
             continue
-        lines += [f"## {section.heading.strip()}", ""]
-        lines += [f"- {cite(claim)}" for claim in fresh]
-        lines.append("")
+        lines += [f"## {section.heading.strip()}", "", *prose(fresh), ""]
     written.add(draft.short_answer.text.strip())
     figures = [c for c in draft.key_figures if _bare(c.text) not in {_bare(w) for w in written}]
     if figures:
         lines += [f"## {lab['key_figures']}", ""]
         lines += [f"- {cite(claim)}" for claim in figures]
         lines.append("")
+    if draft.not_said:
+        lines += [f"## {lab['not_said_heading']}", ""]
+        lines += [f"- {part}" for part in draft.not_said]
+        lines.append("")
     lines += [f"## {lab['sources']}", ""]
     for n, sid in enumerate(order, start=1):
         record = sources.get(sid)
+        kind = f" — {draft.source_labels[sid]}" if sid in draft.source_labels else ""
         if record is None:
             lines.append(f"[{n}] (unknown source) `{sid}`")
         else:
-            lines.append(f"[{n}] {record.title} — `{record.path}` (source `{sid}`)")
+            lines.append(f"[{n}] {record.title}{kind} — `{record.path}` (source `{sid}`)")
     if footer:
         lines += ["", "---", "", footer]
     return "\n".join(lines).rstrip() + "\n", order

@@ -38,6 +38,16 @@ LABELS: dict[str, dict[str, str]] = {
         "no_evidence": "The corpus searched in this run did not yield verified evidence.",
         "searched": "What was searched",
         "rounds": "Questions asked: {n} round(s) of search.",
+        "summary": "Executive summary",
+        "not_said_heading": "What the documents do not say",
+        "not_said_part": "{part}: no retrieved document answers this.",
+        "method": "How this report was made: {rounds} round(s) of search over the corpus; {read} document(s) read, "
+                  "{cited} cited.{left_out} Every sentence was checked against the passages it cites; figures "
+                  "that differ are shown side by side with who gives them.",
+        "left_out": " Read but not cited: {titles}.",
+        "estimate": "{title} ({kind}): an estimate, not a measured figure",
+        "says": "{title} ({kind})",
+        "part_label": "Part {n}",
     },
     "zh": {
         "short_answer": "简短回答",
@@ -55,6 +65,15 @@ LABELS: dict[str, dict[str, str]] = {
         "no_evidence": "本次检索的语料中没有找到经过核实的证据。",
         "searched": "检索情况",
         "rounds": "已进行 {n} 轮检索。",
+        "summary": "摘要",
+        "not_said_heading": "文档未说明的内容",
+        "not_said_part": "{part}：检索到的文档均未回答。",
+        "method": "本报告的写法：在语料中检索 {rounds} 轮；阅读文档 {read} 份，引用 {cited} 份。{left_out}每个句子都已与其引用的段落核对；"
+                  "数据不一致时并列给出，并注明出处。",
+        "left_out": "已阅读但未引用：{titles}。",
+        "estimate": "{title}（{kind}）：估计值，并非实测数据",
+        "says": "{title}（{kind}）",
+        "part_label": "第 {n} 部分",
     },
 }
 CRITERIA_ZH = {
@@ -140,7 +159,58 @@ def question_parts(question: str) -> list[str]:
     return merged or [text]
 
 
+# A heading is at most this many words (Chinese: characters): a reader scans headings.
+HEADING_WORDS = 10
+HEADING_CHARS_ZH = 24
+# Words that cannot end a phrase: a heading ending in one was cut in the middle of it
+# ("Why do sales figures for the same"). Words that start a phrase: a long heading may be
+# cut before one, so what it keeps ends where a phrase ends.
+_DANGLING = frozenset("a an the of for to in on at by with from into about and or but nor than as that which who "
+                      "whose whom this these those same such its their his her our your is are was were be been do "
+                      "does did has have had will would can could should may might very more most less".split())
+_PHRASE_STARTS = frozenset("of for to in on at by with from into about and or but than as that which who while "
+                           "because whereas compared".split())
+_ZH_BREAKS = "，、：；（("
+
+
+def whole_phrase(heading: str) -> bool:
+    """The heading does not stop in the middle of a phrase: its last word can end one."""
+    words = heading.strip().rstrip("?？.。").split()
+    return bool(words) and words[-1].lower().strip(",;:") not in _DANGLING
+
+
+def _trim_dangling(words: list[str]) -> list[str]:
+    while words and words[-1].lower().strip(",;:") in _DANGLING:
+        words = words[:-1]
+    return words
+
+
+def short_heading(text: str, limit: int = HEADING_WORDS) -> str:
+    """A part of the question (or any phrase) as a heading: its own words, at most
+    `limit` of them, cut only where a phrase ends (before "of", "for", a comma …) and
+    never ending on a word that leaves a phrase open. A Chinese part is cut only at a
+    comma-like mark; one without any stays whole rather than cut mid-phrase."""
+    heading = " ".join(text.strip().rstrip("?？").split()).strip(" ,，。.")
+    if not heading:
+        return text
+    if is_cjk(heading):
+        if len(heading) > HEADING_CHARS_ZH:
+            cuts = [i for i, ch in enumerate(heading[:HEADING_CHARS_ZH + 1]) if ch in _ZH_BREAKS and i >= 4]
+            if cuts:
+                heading = heading[:cuts[-1]]
+        return heading.strip(" ，、：；")
+    words = heading.split()
+    if len(words) > limit:
+        cuts = [i for i in range(2, limit + 1) if i < len(words)
+                and (words[i].lower() in _PHRASE_STARTS or words[i - 1].endswith((",", ";", ":")))]
+        words = words[:cuts[-1]] if cuts else words[:limit]
+    kept = _trim_dangling([w for w in words])
+    if len(kept) < 2:  # nothing whole is left of it: the words as they were, not an empty heading
+        kept = words
+    out = " ".join(kept).rstrip(",;:")
+    return out[:1].upper() + out[1:]
+
+
 def heading_for(part: str) -> str:
-    """A part of the question as a section heading: its words, without the question mark."""
-    heading = part.strip().rstrip("?？").strip()
-    return heading[:1].upper() + heading[1:] if heading else part
+    """A part of the question as a section heading (`short_heading`)."""
+    return short_heading(part)

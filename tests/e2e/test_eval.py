@@ -50,7 +50,12 @@ def test_live_runs_compare_layered_and_naive_context(tmp_path, data_dir):
     assert set(summary) == {"layered", "naive"}
     # the design's claim, on the deterministic provider: less context for the same work
     assert summary["layered"]["prompt_tokens"] < summary["naive"]["prompt_tokens"]
-    assert summary["layered"]["calls"] == summary["naive"]["calls"]
+    layered, naive = (summary[c]["by_role"] for c in ("layered", "naive"))
+    assert ({r: v["calls"] for r, v in layered.items() if r != "writer"}
+            == {r: v["calls"] for r, v in naive.items() if r != "writer"})
+    # the Writer's calls depend on what its draft says: a sentence that fails verification
+    # goes back to the model once (the naive prompt gives the test provider less to quote)
+    assert layered["writer"]["calls"] >= 1 and abs(layered["writer"]["calls"] - naive["writer"]["calls"]) <= 1
 
 
 def test_bad_eval_input_is_one_line(tmp_path):

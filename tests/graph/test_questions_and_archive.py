@@ -51,3 +51,11 @@ def test_archive_policies_decide_what_the_state_keeps(small_corpus, data_dir, tm
     assert all(messages[i].metadata.archive_policy is ArchivePolicy.DISCARD for i in discarded)
     summarized = {i for e in events if isinstance(e, RoundSummaryEvent) for i in e.replaced}
     assert summarized and not any(messages[i].metadata.archive_policy is ArchivePolicy.ARCHIVE for i in summarized)
+
+
+def test_the_first_part_of_the_comma_joined_question_is_answered_from_the_corpus(small_corpus, data_dir, tmp_path):
+    run(small_corpus, data_dir, tmp_path / "run")
+    report = (tmp_path / "run" / "report.md").read_text()
+    first = report.split("## How big is the 2026 public cloud market\n\n", 1)[1].split("\n## ", 1)[0]
+    assert "723 billion USD" in first and "[1]" in first
+    assert "723 billion USD" in report.split("## Short answer\n\n", 1)[1].split("\n\n", 1)[0]

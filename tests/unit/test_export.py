@@ -108,7 +108,7 @@ def test_each_citation_resolves_to_its_source_and_the_passage_holding_the_senten
     short = document.sections[0].blocks[0].sentences[0]
     assert short.citations[0].passage is not None and short.citations[0].passage.chunk_id == "Sa:0"
     # A sentence citing two sources: each citation carries its own source's passage.
-    two = document.sections[1].blocks[1].sentences[0]
+    two = document.sections[1].blocks[0].sentences[1]
     assert [(c.number, c.source_id) for c in two.citations] == [(2, "Sb"), (1, "Sa")]
     assert two.citations[0].passage == EN_SOURCES["Sb"].passages[0]
     assert [(s.number, s.source_id, s.location) for s in document.sources] == [

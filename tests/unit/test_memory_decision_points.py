@@ -255,7 +255,8 @@ def test_with_no_accepted_conclusion_the_writer_asks_memory_before_writing_a_no_
                                               "claims": [{"text": SPENDING, "source_ids": [S_MARKET]}]}]}])
     turn = writer_turn(writer_state(with_growth=False), memory_on(store), model)
     first = report_of(turn).draft.sections[0]
-    assert [(c.text, c.source_ids) for c in first.claims][0] == (f"“{SPENDING}”", [S_MARKET])
+    # the model's sentence stays (it is the remembered source's own, verified), cited by that source
+    assert [(c.text.strip("“”"), c.source_ids) for c in first.claims][0] == (SPENDING, [S_MARKET])
     assert S_MARKET in json.dumps(model.calls[0]["kwargs"]["response_format"]["schema"])  # it may cite it
     # both parts were looked up (once each), one was filled
     assert [e.agent for e in memory_events(turn, MemoryRead)] == ["writer", "writer"]
@@ -303,3 +304,12 @@ def test_memory_off_gives_no_reader_and_the_tool_still_answers(store):
     assert reader is not None and [r.text for r in reader.verified_facts("public cloud spending 2026")] == [SPENDING]
     tool = memory_on(store)["recall_memory"]
     assert any(m.text == SPENDING for m in tool.run(tool.args_model(query="public cloud spending 2026")).memories)
+
+
+def test_after_memory_the_writer_asks_the_searcher_about_the_part_nothing_answers():
+    # the model wrote the growth figure under the spending part: that part is still unanswered
+    turn = writer_turn(writer_state(), memory_off(), ScriptedChatModel([DRAFT]))
+    assert [c.text for c in report_of(turn).draft.sections[0].claims] == [NOT_SAID]
+    asked = [m for m in turn.published if m.header.msg_type == MsgType.QUESTION]
+    assert [(m.header.receiver, m.body.content) for m in asked] == [
+        ("searcher", "How big will public cloud spending be in 2026")]

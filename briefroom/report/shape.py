@@ -1,0 +1,239 @@
+"""The report's shape: a title, a short answer, an executive summary, a section per part
+of the question, what the documents do not say, and (in the footer) how it was made.
+
+The Writer's model writes the prose and says which part each section answers; its
+sentences arrive here already verified (`report.verify`). Code adds what a reader must
+be able to trust whatever model wrote it:
+
+- the short answer gives the most authoritative figure for the measure the first part
+  asks about (`outline.leads`), not whatever the model opened with;
+- a part the prose left empty gets the verified sentence that answers it, quoted, or
+  goes under "What the documents do not say";
+- figures that differ stand side by side, each with who gives it and what kind of
+  source that is; an opinion's or a pitch's figure is labelled an estimate wherever it
+  is cited;
+- headings are whole phrases; the length follows `--report` and `--words`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from briefroom.protocol.extraction import content_words, is_cjk
+from briefroom.records import MAX_SECTIONS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
+from briefroom.report.checks import REPORT_WORDS
+from briefroom.report.language import LABELS, short_heading, whole_phrase
+from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, figures, is_title, leads, may_answer
+from briefroom.report.source_kinds import SourceProfile
+from briefroom.report.spec import ReportSpec
+
+# Words a model's heading may consist of and still say nothing of its part ("Findings,
+# part 2"): such a heading gives way to the part's own words.
+_GENERIC = REPORT_WORDS | {"part", "section", "details", "discussion", "information"}
+
+
+def word_count(text: str) -> int:
+    """Words as a reader counts them; Chinese, which has no spaces, at two characters a word."""
+    if is_cjk(text):
+        return max(1, sum(1 for ch in text if "\u3400" <= ch <= "\u9fff") // 2)
+    return len(text.split())
+
+
+def quote(fact: Fact, attribution: str | None = None) -> Claim:
+    return Claim(text=f"“{fact.text}”", source_ids=[fact.source_id], attribution=attribution)
+
+
+class Labeller:
+    """Who says a cited sentence, in the report's words: the source's title and kind; an
+    estimate when every source it cites is an opinion or marketing."""
+
+    def __init__(self, sources: dict[str, SourceRecord], profiles: dict[str, SourceProfile], language: str):
+        self.sources, self.profiles, self.language = sources, profiles, language
+        self.lab = LABELS[language]
+
+    def unverified(self, claim: Claim) -> bool:
+        found = [self.profiles[s] for s in claim.source_ids if s in self.profiles]
+        return bool(found) and all(p.unverified for p in found)
+
+    def who(self, sid: str) -> str:
+        title = self.sources[sid].title if sid in self.sources else sid
+        profile = self.profiles.get(sid)
+        if profile is None:
+            return title
+        key = "estimate" if profile.unverified else "says"
+        return self.lab[key].format(title=title, kind=profile.label(self.language))
+
+    def labelled(self, claim: Claim, rival: bool = False) -> Claim:
+        """The claim with its attribution: for a rival figure always (who gives it), for
+        any other sentence only when it rests on an estimate alone."""
+        if not claim.source_ids or not (rival or self.unverified(claim)):
+            return claim
+        return claim.model_copy(update={"attribution": self.who(claim.source_ids[0])})
+
+
+def sections_by_part(draft: WriterDraft, n_parts: int) -> list[list[DraftSection]]:
+    """The model's sections grouped by the part each says it answers (its `part`, else its
+    position). A section naming no existing part joins the last part."""
+    grouped: list[list[DraftSection]] = [[] for _ in range(n_parts)]
+    for position, section in enumerate(draft.sections):
+        index = section.part - 1 if 1 <= section.part <= n_parts else min(position, n_parts - 1)
+        grouped[index].append(section)
+    return grouped
+
+
+def place_sentences(grouped: list[list[DraftSection]], parts: list[str], score: Scorer) -> list[list[Claim]]:
+    """The model's sentences of each part, in its order. A sentence stays in the part its
+    section says it answers, unless it answers another part (`answers`) and scores higher
+    there: then it goes to that part (a growth figure written under "how big" answers
+    "who grew fastest")."""
+    placed: list[list[Claim]] = [[] for _ in parts]
+    for n, sections in enumerate(grouped):
+        for claim in (c for s in sections for c in s.claims):
+            own = score(claim.text, parts[n])
+            better = [(score(claim.text, p), k) for k, p in enumerate(parts)
+                      if k != n and answers(claim, p, score)]
+            best = max(better, default=None)
+            placed[best[1] if best is not None and best[0] > own else n].append(claim)
+    return placed
+
+
+def heading_of(model_headings: list[str], part: str, question: str, fallback: str = "Findings") -> str:
+    """The model's heading when it is a whole phrase about its part; else the part's own
+    words, shortened at a phrase boundary (`short_heading`)."""
+    wanted = content_words(part) | content_words(question)
+    for heading in model_headings:
+        words = content_words(heading)
+        if (heading.strip() and whole_phrase(heading) and len(heading.split()) <= 12 and words - _GENERIC
+                and words & wanted):
+            heading = heading.strip()
+            return heading[:1].upper() + heading[1:]
+    heading = short_heading(part)
+    return heading if len(heading.strip()) >= 2 else fallback
+
+
+def answers(claim: Claim, part: str, score: Scorer) -> bool:
+    """A sentence of the model's answers the part by itself: it may (a statement, with a
+    figure where one is asked, of the question's time) and scores as a lead must
+    (`outline.ANSWERS_PART`)."""
+    return (may_answer(claim.text, part, score.question) and not score.names_only(claim.text, part)
+            and score(claim.text, part) >= ANSWERS_PART)
+
+
+def _says_figures_of(claims: list[Claim], fact: Fact) -> bool:
+    wanted = figures(fact.text)
+    return not wanted or any(wanted <= figures(c.text) for c in claims)
+
+
+def _within_words(sections: list[DraftSection], fixed: int, target: int) -> list[DraftSection]:
+    """Sections cut to the target length: the last sentence of the longest section goes
+    first; every section keeps its first sentence (its answer)."""
+    sections = [s.model_copy() for s in sections]
+    total = fixed + sum(word_count(c.text) for s in sections for c in s.claims)
+    while total > target:
+        longest = max(sections, key=lambda s: (len(s.claims), -sections.index(s)), default=None)
+        if longest is None or len(longest.claims) <= 1:
+            break
+        total -= word_count(longest.claims[-1].text)
+        longest.claims = longest.claims[:-1]
+    return sections
+
+
+def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fact],
+             sources: dict[str, SourceRecord], profiles: dict[str, SourceProfile], spec: ReportSpec,
+             language: str, embed: Embed | None = None,
+             accept_sentence: Callable[[Claim], bool] | None = None) -> ReportDraft:
+    """The report from a verified draft (see the module docstring). `facts` are verbatim
+    sentences of retrieved sources, the candidates code may quote; `accept_sentence`
+    filters the model's sentences once more (None: all stay)."""
+    lab = LABELS[language]
+    shape = spec.shape
+    # a question of more parts than a report has sections: the report names those it leaves out
+    omitted = [short_heading(p) for p in parts[MAX_SECTIONS:]]
+    parts = parts[:MAX_SECTIONS] if parts else [question]
+    facts = dedupe(facts)
+    titles = {sid: r.title for sid, r in sources.items()}
+    authority = {sid: p.authority for sid, p in profiles.items()}
+    label = Labeller(sources, profiles, language)
+    model_claims = [c for s in draft.sections for c in s.claims]
+    score = Scorer(question, parts, [f.text for f in facts] + [c.text for c in model_claims], embed)
+    used: set[str] = set()
+    said: set[str] = set()
+    sections: list[DraftSection] = []
+    not_said: list[str] = []
+    first_lead: Fact | None = None
+    grouped = sections_by_part(draft, len(parts))
+    placed = place_sentences(grouped, parts, score)
+    for n, (part, mine) in enumerate(zip(parts, grouped)):
+        # the model's sentences stay where it put them, unless they are about another subject
+        # than the one asked ("Contractors installed 3.48 million … across North America")
+        prose = [c for c in placed[n] if c.text.strip() and not score.other_subject(c.text)
+                 and c.text.strip() not in said and (accept_sentence is None or accept_sentence(c))]
+        found = leads(facts, part, score, titles, used, authority)
+        if not found and not any(answers(c, part, score) for c in prose):
+            # Nothing verified answers the part and the model's sentences do not either: they
+            # are about something else (a figure of another year or subject), and the part
+            # is "not said", which the Writer then asks the Searcher about.
+            prose = []
+        if n == 0 and found:
+            first_lead = found[0]
+        claims: list[Claim] = []
+        if found and not _says_figures_of(prose, found[0]):
+            claims.append(quote(found[0]))  # the authoritative figure first, when the prose lacks it
+        claims += [label.labelled(c) for c in prose[:shape.sentences_per_section]]
+        if not claims and found:
+            claims.append(quote(found[0]))
+        rivals = [f for f in found[1:1 + shape.rivals] if not _says_figures_of(claims, f)]
+        if rivals:
+            if not any(c.attribution for c in claims):
+                lead = found[0]
+                claims = [label.labelled(quote(lead), rival=True) if c.text == f"“{lead.text}”" else c
+                          for c in claims]
+            claims += [label.labelled(quote(f), rival=True) for f in rivals]
+        used.update(f.text for f in found)
+        claims = [c for c in claims if c.text.strip() not in said]  # said once, in the first part it answers
+        said.update(c.text.strip() for c in claims)
+        if not claims:
+            not_said.append(lab["not_said_part"].format(part=short_heading(part)))
+            claims = [Claim.model_construct(text=lab["not_said"], source_ids=[], attribution=None)]
+        heading = heading_of([s.heading for s in mine], part, question, lab["findings"])
+        sections.append(DraftSection.model_construct(heading=heading, claims=claims, part=n + 1))
+    short = _short_answer(draft.short_answer, first_lead, sections, profiles, label, lab)
+    summary = _summary(draft.summary, short, sections, shape.summary_sentences, label)
+    fixed = word_count(short.text) + sum(word_count(c.text) for c in summary)
+    sections = _within_words(sections, fixed, spec.target_words)
+    title = draft.title.strip() if is_title(draft.title) and whole_phrase(draft.title) else short_heading(question, 14)
+    if len(title.strip()) < 3:  # a question of a word or two ("0"): the report still needs a title
+        title = f"{lab['findings']}: {question.strip()}"[:120]
+    cited = {sid for s in [short, *summary, *(c for sec in sections for c in sec.claims)] for sid in s.source_ids}
+    return ReportDraft.model_construct(
+        title=title, short_answer=short, summary=summary, sections=sections, key_figures=[], omitted=omitted,
+        not_said=not_said, source_labels={sid: profiles[sid].label(language) for sid in cited if sid in profiles})
+
+
+def _short_answer(model: Claim, lead: Fact | None, sections: list[DraftSection],
+                  profiles: dict[str, SourceProfile], label: Labeller, lab: dict[str, str]) -> Claim:
+    """The model's short answer if it gives the lead figure of the first part and rests on a
+    source at least as authoritative as the lead's; else the lead itself, quoted."""
+    first_cited = next((c for c in sections[0].claims if c.source_ids), None) if sections else None
+    if lead is None:
+        if first_cited is None:
+            return Claim.model_construct(text=lab["no_answer"], source_ids=[], attribution=None)
+        return model if model.text.strip() and model.source_ids else first_cited
+    best = profiles[lead.source_id].authority if lead.source_id in profiles else 1.0
+    rests_on = max((profiles[s].authority for s in model.source_ids if s in profiles), default=0.0)
+    if model.text.strip() and model.source_ids and figures(lead.text) & figures(model.text) and rests_on >= best:
+        return label.labelled(model)
+    return label.labelled(quote(lead))  # an estimate that is all there is says it is one
+
+
+def _summary(model: list[Claim], short: Claim, sections: list[DraftSection], limit: int,
+             label: Labeller) -> list[Claim]:
+    """The model's executive summary (verified); without one, each later section's first
+    sentence: what a reader who stops here still takes away."""
+    chosen = [label.labelled(c) for c in model if c.text.strip() and c.source_ids]
+    if not chosen:
+        chosen = [next(c for c in s.claims) for s in sections[1:] if s.claims and s.claims[0].source_ids]
+        chosen = [c.model_copy(update={"attribution": None}) if c.attribution and not label.unverified(c) else c
+                  for c in chosen]
+    out = [c for c in chosen if c.text.strip() != short.text.strip()]
+    return out[:limit]

@@ -1,0 +1,155 @@
+"""What kind of source a document is, and when it speaks: decided in code, from its own
+title and opening lines, by the rule table below.
+
+A report weighs its sources: a registry's count outranks a blogger's estimate of the
+same thing, and a reader should see which is which. No model is asked: the same
+document always gets the same kind, and the rule that decided it is named
+(`SourceProfile.rule`), so a wrong kind is a rule to fix, not a mood.
+
+The rules run in the table's order and the first that matches decides. Title rules
+come first (a title that says "Opinion:" or "Press release" is the document telling
+what it is); then phrases in the opening text, with the kinds that most distort a
+figure (opinion, marketing) before the ones that vouch for it, so an opinion piece
+that quotes a registry is still an opinion piece.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from briefroom.records import SourceRecord
+
+SourceKind = Literal["official", "industry_body", "analyst", "company", "news", "opinion", "marketing",
+                     "reference", "unknown"]
+
+# How the kind reads in a report, in each report language.
+KIND_LABELS: dict[str, dict[str, str]] = {
+    "en": {"official": "official statistics or registry", "industry_body": "industry body", "analyst": "analyst",
+           "company": "company", "news": "news", "opinion": "opinion or blog", "marketing": "marketing",
+           "reference": "reference", "unknown": "document"},
+    "zh": {"official": "官方统计或登记", "industry_body": "行业机构", "analyst": "研究机构", "company": "企业",
+           "news": "新闻", "opinion": "观点或博客", "marketing": "营销材料", "reference": "参考资料",
+           "unknown": "文档"},
+}
+
+# How much a kind's figure counts when the report chooses which figure answers a part:
+# multiplies the sentence's relevance to the part (`report.rank`). The order is the
+# issue's (registry first, marketing last); the steps are small between the kinds that
+# measure (a primary count is preferred unless a secondary source answers clearly
+# better) and large before opinion and marketing, which lead only when nothing else
+# answers at all (their relevance would need to be more than twice the best other's).
+# Checked on the development split (cloud-market, heat-pumps-sold-vs-installed,
+# wind-multipart, zh-rail-ridership): with these weights every answer-key figure leads
+# its part, and the heat-pump opinion's 2.9 million no longer does.
+AUTHORITY: dict[str, float] = {"official": 1.0, "industry_body": 0.95, "analyst": 0.9, "company": 0.85,
+                               "news": 0.8, "reference": 0.8, "unknown": 0.8, "marketing": 0.45, "opinion": 0.4}
+# Kinds whose figures are someone's estimate or pitch: labelled as such wherever cited.
+UNVERIFIED_KINDS = frozenset({"opinion", "marketing"})
+
+
+def _any(*phrases: str) -> re.Pattern[str]:
+    return re.compile("|".join(phrases), re.I)
+
+
+# (rule name, kind, where it looks, pattern). "title" looks at the title only; "text" at
+# the title and the opening lines (`OPENING_CHARS`).
+RULES: tuple[tuple[str, SourceKind, Literal["title", "text"], re.Pattern[str]], ...] = (
+    ("title says opinion", "opinion", "title",
+     _any(r"^\s*(?:opinion|op-ed|commentary|column|blog|editorial)\b", r"随笔|评论[:：]|观点[:：]|博客")),
+    ("title says press release", "company", "title", _any(r"\bpress release\b", r"新闻稿")),
+    ("title says bulletin", "official", "title", _any(r"\bstatistical (?:bulletin|release)\b", r"统计公报|公报")),
+    ("title says earnings", "company", "title", _any(r"\bearnings\b", r"\bquarterly results\b", r"财报")),
+    ("title says news", "news", "title", _any(r"\bnewswire\b", r"\bnews\b", r"快讯|新闻")),
+    ("first-person estimate", "opinion", "text",
+     _any(r"\bby my (?:own )?estimate", r"\bback-of-the-envelope\b", r"\bin my (?:view|opinion)\b",
+          r"\bthe views (?:below )?are the author'?s own\b", r"\bopinion (?:piece|post)\b", r"\bpersonal (?:energy )?blog\b",
+          r"\bposted on (?:a|the) .{0,40}blog\b", r"个人观点|笔者认为|我认为|个人博客")),
+    ("promotional wording", "marketing", "text",
+     _any(r"\bsponsored\b", r"\badvertisement\b", r"\bbuy now\b", r"\brequest a (?:demo|quote)\b",
+          r"\bour (?:award-winning|industry-leading|market-leading)\b", r"\blimited[- ]time offer\b",
+          r"广告|推广|立即购买|限时优惠")),
+    ("statistics office or registry", "official", "text",
+     _any(r"\bstatistic(?:s|al) (?:office|bureau|agency)\b", r"\bofficial statistics\b", r"\bregist(?:ry|er|ers)\b",
+          r"\bregistered\b", r"\bcensus\b", r"\bministry\b", r"\bdirectorate\b", r"\bcommissioning records\b",
+          r"统计局|统计公报|交通运输局|能源局|登记|主管部门|政府")),
+    ("industry association", "industry_body", "text",
+     _any(r"\bassociation\b", r"\bcouncil\b", r"\bfederation\b", r"\bforum\b", r"\bmanufacturers group\b",
+          r"\bindustry (?:body|group)\b", r"\bmember companies\b", r"\bchamber of\b", r"协会|联盟|商会|行业组织")),
+    ("analyst or forecast", "analyst", "text",
+     _any(r"\banalysts?\b", r"\bresearch (?:firm|group|institute)\b", r"\bforecasts?\b", r"\boutlook\b",
+          r"\bmarket tracker\b", r"\bmarket research\b", r"研究院|研究报告|预测|分析师|研究机构")),
+    ("company results", "company", "text",
+     _any(r"\bearnings\b", r"\bquarterly results\b", r"\binvestor relations\b", r"\bannual report\b",
+          r"\bthe company said\b", r"财报|公司公告|年报")),
+    ("news report", "news", "text", _any(r"\bnewswire\b", r"\bnews\b", r"\breported on\b", r"消息|报道|记者")),
+    ("glossary or reference", "reference", "text", _any(r"\bglossary\b", r"\bdefinitions?\b", r"术语|释义")),
+)
+# How much of a document's beginning the text rules read: its title and first lines say
+# what it is; a phrase deep inside (a quote of a registry) does not.
+OPENING_CHARS = 600
+_YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
+_ISO_DATE = re.compile(r"(?<!\d)((?:19|20)\d{2}-[01]\d-[0-3]\d)(?!\d)")
+
+
+class SourceProfile(BaseModel):
+    """A source's kind and date, and the rule that decided the kind."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source_id: str
+    kind: SourceKind
+    date: str | None = None  # an ISO date or a year, as the document gives it
+    rule: str = "no rule matched"
+
+    def label(self, language: str = "en") -> str:
+        words = KIND_LABELS.get(language, KIND_LABELS["en"])[self.kind]
+        return f"{words}, {self.date}" if self.date else words
+
+    @property
+    def authority(self) -> float:
+        return AUTHORITY[self.kind]
+
+    @property
+    def unverified(self) -> bool:
+        return self.kind in UNVERIFIED_KINDS
+
+
+def opening_text(record: SourceRecord) -> str:
+    """The beginning of what the team saw of a document: its passages in document order."""
+    text = " ".join(p.text for p in sorted(record.passages, key=lambda p: p.start))
+    return text[:OPENING_CHARS]
+
+
+def classify(title: str, opening: str) -> tuple[SourceKind, str]:
+    """The kind the first matching rule gives, and that rule's name."""
+    for name, kind, where, pattern in RULES:
+        if pattern.search(title if where == "title" else f"{title}\n{opening}"):
+            return kind, name
+    return "unknown", "no rule matched"
+
+
+def source_date(title: str, opening: str) -> str | None:
+    """An ISO date in the opening, else the year the title names, else the year the
+    opening names most often (ties: the latest)."""
+    iso = _ISO_DATE.search(opening)
+    if iso:
+        return iso.group(1)
+    in_title = _YEAR.findall(title)
+    if in_title:
+        return max(in_title)
+    counts = Counter(_YEAR.findall(opening))
+    return max(counts, key=lambda y: (counts[y], y)) if counts else None
+
+
+def profile(record: SourceRecord) -> SourceProfile:
+    opening = opening_text(record)
+    kind, rule = classify(record.title, opening)
+    return SourceProfile(source_id=record.source_id, kind=kind, date=source_date(record.title, opening), rule=rule)
+
+
+def profiles(sources: dict[str, SourceRecord]) -> dict[str, SourceProfile]:
+    return {sid: profile(record) for sid, record in sources.items()}

@@ -1,0 +1,125 @@
+"""The report's shape: whole-phrase headings, an executive summary, a section per part,
+what the documents do not say, sources weighed and labelled, the length asked for."""
+
+import pytest
+
+from briefroom.records import Claim, DraftSection, Fact, Passage, SourceRecord, WriterDraft
+from briefroom.report.document import parse_report
+from briefroom.report.draft import render_markdown
+from briefroom.report.language import LABELS, question_parts, short_heading, whole_phrase
+from briefroom.report.shape import assemble, word_count
+from briefroom.report.source_kinds import profiles
+from briefroom.report.spec import ReportSpec
+
+
+@pytest.mark.parametrize(("part", "heading"), [
+    ("why do sales figures for the same", "Why do sales figures"),
+    ("How many heat pumps were installed in Europe in 2025", "How many heat pumps were installed in Europe in 2025"),
+    ("How much offshore wind capacity did Norvalia add in 2025 and how does that compare with the record year",
+     "How much offshore wind capacity did Norvalia add in 2025"),
+    ("what is the share of the", "What is the share"),
+    ("与2024年相比变化如何", "与2024年相比变化如何"),
+])
+def test_headings_are_whole_phrases(part, heading):
+    assert short_heading(part) == heading
+    assert whole_phrase(short_heading(part))
+
+
+def test_a_long_heading_is_cut_only_where_a_phrase_ends():
+    words = ("Which offshore wind project commissioned in Norvalia during the calendar year 2025 was the largest "
+             "of all the projects").split()
+    heading = short_heading(" ".join(words))
+    assert len(heading.split()) <= 10 and whole_phrase(heading)
+    assert heading == "Which offshore wind project commissioned"  # cut before "in", not inside its phrase
+
+
+def source(sid: str, title: str, *sentences: str) -> SourceRecord:
+    text = " ".join(sentences)
+    return SourceRecord(source_id=sid, title=title, path=f"corpus/{sid}.md",
+                        passages=(Passage(chunk_id=f"{sid}:0", start=0, end=len(text), text=text),))
+
+
+QUESTION = "How many heat pumps were installed in Europe in 2025, and what do the installers say about 2026?"
+SOURCES = {
+    "REG": source("REG", "European installer survey: heat pump installations in 2025",
+                  "The council compiles its count from commissioning records filed by registered installers.",
+                  "Installers put 1.84 million heat pumps into service across Europe in 2025."),
+    "BLOG": source("BLOG", "Opinion: Europe's heat pump boom is bigger than anyone admits",
+                   "By my own back-of-the-envelope estimate, Europe installed 2.9 million heat pumps in 2025."),
+}
+FACTS = [Fact(fact_id=f"F{n}", text=t, source_id=sid, found_by="passage", round=1)
+         for n, (sid, t) in enumerate([("BLOG", SOURCES["BLOG"].passages[0].text),
+                                       ("REG", "Installers put 1.84 million heat pumps into service across Europe "
+                                               "in 2025.")])]
+
+
+def build(draft: WriterDraft, spec: ReportSpec = ReportSpec(), question: str = QUESTION):
+    return assemble(draft, question_parts(question), question, FACTS, SOURCES, profiles(SOURCES), spec, "en")
+
+
+def blog_draft() -> WriterDraft:
+    blog = Claim(text="Europe installed 2.9 million heat pumps in 2025, by one estimate.", source_ids=["BLOG"])
+    return WriterDraft(title="Heat pumps in Europe", short_answer=blog, summary=[blog],
+                       sections=[DraftSection(heading="Findings, part 1", claims=[blog], part=1)])
+
+
+def test_the_short_answer_gives_the_registry_figure_and_the_estimate_is_labelled():
+    report = build(blog_draft())
+    assert "1.84 million" in report.short_answer.text and report.short_answer.source_ids == ["REG"]
+    blog = next(c for c in report.sections[0].claims if "2.9 million" in c.text)
+    assert blog.attribution and "estimate" in blog.attribution
+    assert report.source_labels["BLOG"] == "opinion or blog, 2025"
+    assert report.source_labels["REG"] == "official statistics or registry, 2025"
+
+
+def test_the_shape_has_its_sections_summary_and_what_is_not_said():
+    report = build(blog_draft())
+    assert [s.heading for s in report.sections] == ["How many heat pumps were installed in Europe in 2025",
+                                                    "What do the installers say about 2026"]  # generic one replaced
+    assert report.sections[1].claims[0].text == LABELS["en"]["not_said"]
+    assert report.not_said == ["What do the installers say about 2026: no retrieved document answers this."]
+    markdown, cited = render_markdown(report, SOURCES, footer="note", language="en")
+    headings = [line[3:] for line in markdown.splitlines() if line.startswith("## ")]
+    assert headings == ["Short answer", "Executive summary", report.sections[0].heading, report.sections[1].heading,
+                        "What the documents do not say", "Sources"]
+    assert "— official statistics or registry, 2025 — `corpus/REG.md` (source `REG`)" in markdown
+    document = parse_report(markdown, SOURCES, cited)  # the export parser reads the new layout
+    assert document.sources[0].source_id == cited[0] and document.title == "Heat pumps in Europe"
+
+
+def test_prose_is_one_sentence_a_line_and_a_paragraph_to_the_reader():
+    two = [Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
+                 source_ids=["REG"]),
+           Claim(text="The council compiles its count from commissioning records.", source_ids=["REG"])]
+    draft = WriterDraft(title="Heat pumps", short_answer=two[0], sections=[DraftSection(heading="Installed",
+                                                                                        claims=two)])
+    markdown, cited = render_markdown(build(draft, question="How many heat pumps were installed in Europe?"),
+                                      SOURCES)
+    section = markdown.split("## Installed\n\n", 1)[1].split("\n\n", 1)[0]
+    assert section.splitlines() == [f"{two[0].text} [1]", f"{two[1].text} [1]"]
+    blocks = parse_report(markdown, SOURCES, cited).sections[1].blocks
+    assert [b.kind for b in blocks] == ["paragraph", "bullet"] and len(blocks[0].sentences) == 2
+    assert "2.9 million" in blocks[1].sentences[0].text  # the estimate stands beside it, as a labelled bullet
+
+
+@pytest.mark.parametrize(("kind", "most"), [("brief", 2), ("standard", 4), ("detailed", 8)])
+def test_the_report_kind_sets_how_much_a_section_says(kind, most):
+    many = [Claim(text=f"Installers put 1.84 million heat pumps into service across Europe in 2025, note {n}.",
+                  source_ids=["REG"]) for n in range(8)]
+    draft = WriterDraft(title="Heat pumps", short_answer=many[0], sections=[DraftSection(heading="Installed",
+                                                                                        claims=many)])
+    report = build(draft, ReportSpec(kind=kind, words=5000), question="How many heat pumps were installed in Europe?")
+    prose = [c for c in report.sections[0].claims if c.source_ids == ["REG"]]
+    assert len(prose) == most and len(report.sections[0].claims) == most + 1  # and the rival estimate
+
+
+def test_words_is_a_target_length_each_section_keeping_its_answer():
+    many = [Claim(text=f"Installers put 1.84 million heat pumps into service across Europe in 2025, note {n}.",
+                  source_ids=["REG"]) for n in range(8)]
+    draft = WriterDraft(title="Heat pumps", short_answer=many[0], sections=[DraftSection(heading="Installed",
+                                                                                        claims=many)])
+    long = build(draft, ReportSpec(kind="detailed", words=5000), question="How many heat pumps were installed?")
+    short = build(draft, ReportSpec(kind="detailed", words=50), question="How many heat pumps were installed?")
+    assert len(short.sections[0].claims) < len(long.sections[0].claims)
+    assert sum(word_count(c.text) for c in short.sections[0].claims) + word_count(short.short_answer.text) <= 50 \
+        or len(short.sections[0].claims) == 1

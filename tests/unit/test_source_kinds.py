@@ -1,0 +1,53 @@
+"""The source-kind classifier: each kind from a document's own title and opening lines."""
+
+import pytest
+
+from briefroom.records import Passage, SourceRecord
+from briefroom.report.source_kinds import AUTHORITY, RULES, classify, profile, source_date
+
+
+def record(title: str, text: str, sid: str = "S1") -> SourceRecord:
+    return SourceRecord(source_id=sid, title=title, path=f"{sid}.md",
+                        passages=(Passage(chunk_id=f"{sid}:0", start=0, end=len(text), text=text),))
+
+
+@pytest.mark.parametrize(("title", "opening", "kind"), [
+    ("Heat pump installations by country, 2025", "Figures from national installer registers.", "official"),
+    ("Population 2025", "The national statistics office published the census results.", "official"),
+    ("Sales report", "The Heating Manufacturers Association collects data from member companies.", "industry_body"),
+    ("Cloud market tracker", "Analysts at a research firm forecast strong growth.", "analyst"),
+    ("Press release: Acme opens a plant", "Acme today announced a new factory.", "company"),
+    ("Hyperscaler earnings roundup, Q3 2026", "Microsoft said revenue grew, ahead of analyst expectations.",
+     "company"),
+    ("Cloud spending forecast raised again (newswire item)", "A research firm raised its forecast.", "news"),
+    ("Opinion: the boom is bigger than anyone admits", "Official registry counts are too low.", "opinion"),
+    ("Why I think so", "By my own back-of-the-envelope estimate, Europe installed 2.9 million.", "opinion"),
+    ("The best heat pump", "Sponsored. Our award-winning pump. Request a quote today.", "marketing"),
+    ("Glossary of metrics", "Definitions of the terms used.", "reference"),
+    ("Lentil soup", "Rinse the lentils.", "unknown"),
+    ("澜州市2025年城市轨道交通运营统计公报", "澜州市交通运输局发布。", "official"),
+    ("随笔：地铁越来越空了？", "作者：一名普通上班族（个人观点）", "opinion"),
+    ("充电设施发展报告", "中国充电联盟发布数据。", "industry_body"),
+    ("澜州市轨道交通客流预测报告", "研究院预测客流继续增长。", "analyst"),
+    ("澜州地铁单日客运量创历史新高", "据本报记者报道。", "news"),
+])
+def test_each_kind_from_its_own_words(title, opening, kind):
+    assert classify(title, opening)[0] == kind
+
+
+def test_an_opinion_quoting_a_registry_is_still_an_opinion():
+    kind, rule = classify("Europe's boom", "Posted on a personal energy blog. The registry figures are too low.")
+    assert kind == "opinion" and rule == "first-person estimate"
+
+
+def test_the_profile_names_its_rule_and_date_and_labels_in_both_languages():
+    p = profile(record("Opinion: Europe's heat pump boom", "Europe installed 2.9 million heat pumps in 2025."))
+    assert (p.kind, p.date, p.rule) == ("opinion", "2025", "title says opinion")
+    assert p.unverified and p.label() == "opinion or blog, 2025" and p.label("zh") == "观点或博客, 2025"
+    assert source_date("Review", "Published 2026-02-14. In 2025 ...") == "2026-02-14"
+
+
+def test_every_rule_names_a_weighed_kind_and_authority_follows_the_issue_order():
+    assert {kind for _, kind, _, _ in RULES} <= set(AUTHORITY)
+    order = ["official", "industry_body", "analyst", "company", "news", "marketing", "opinion"]
+    assert [AUTHORITY[k] for k in order] == sorted((AUTHORITY[k] for k in order), reverse=True)

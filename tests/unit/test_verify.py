@@ -1,0 +1,107 @@
+"""The sentence verifier and the send-back-once-then-quote-or-drop flow."""
+
+from briefroom.records import Claim, DraftSection, WriterDraft
+from briefroom.report.verify import code_problems, failures, quote_of, restates, settle
+
+TEXTS = {
+    "S1": "Installers put 1.84 million heat pumps into service across Europe in 2025. "
+          "The 2025 installation count was about 7 percent lower than in 2024.",
+    "S2": "Manufacturers sold 2.61 million heat pumps into the European market in 2025.",
+}
+
+
+def kinds(claim: Claim) -> list[str]:
+    return [p.kind for p in code_problems(claim, TEXTS)]
+
+
+def test_a_wrong_number_fails():
+    claim = Claim(text="Installers put 1.94 million heat pumps into service across Europe in 2025.", source_ids=["S1"])
+    assert kinds(claim) == ["unsupported_number"]
+
+
+def test_a_wrong_scale_or_unit_fails():
+    scale = Claim(text="Installers put 1.84 billion heat pumps into service across Europe in 2025.", source_ids=["S1"])
+    assert "unsupported_number" in kinds(scale)
+    percent = Claim(text="Installers put 7% more heat pumps into service in Europe in 2025.", source_ids=["S1"])
+    assert "unsupported_number" not in kinds(percent)  # "7 percent" in the source is 7%
+    units = Claim(text="Installers put 1.84% of heat pumps into service across Europe in 2025.", source_ids=["S1"])
+    assert "unsupported_number" in kinds(units)  # 1.84 million is not a percentage
+
+
+def test_an_unsupported_claim_fails_the_floor_and_a_wrong_citation_too():
+    fluff = Claim(text="This analysis reveals a dramatic transformation of domestic comfort.", source_ids=["S1"])
+    assert kinds(fluff) == ["ungrounded_claim"]
+    elsewhere = Claim(text="Manufacturers sold 2.61 million heat pumps into the European market.", source_ids=["S1"])
+    assert "unsupported_number" in kinds(elsewhere)
+    assert kinds(Claim(text="Heat pumps sold well in Europe in 2025.", source_ids=["S9"])) == ["unresolved_citation"]
+
+
+def test_a_supported_paraphrase_passes_code_and_goes_to_the_judge():
+    paraphrase = Claim(text="Across Europe, 1.84 million heat pumps were put into service by installers in 2025, "
+                            "about 7 percent lower than in 2024.", source_ids=["S1"])
+    assert kinds(paraphrase) == [] and not restates(paraphrase, TEXTS)
+    judged: list[str] = []
+
+    def judge(claims):
+        judged.extend(c.text for c in claims)
+        return {}
+
+    assert failures([paraphrase], TEXTS, judge) == {} and judged == [paraphrase.text]
+    assert failures([paraphrase], TEXTS, lambda claims: {0: "adds a claim"}) == {0: "not supported by its "
+                                                                                 "sources: adds a claim"}
+
+
+def test_a_restatement_needs_no_judgement():
+    quote = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.", source_ids=["S1"])
+    assert restates(quote, TEXTS)
+    assert failures([quote], TEXTS, lambda claims: {0: "never asked"}) == {}
+
+
+def draft(*sentences: str) -> WriterDraft:
+    return WriterDraft(title="Heat pumps in Europe", short_answer=Claim(text=sentences[0], source_ids=["S1"]),
+                       sections=[DraftSection(heading="Installed", claims=[Claim(text=s, source_ids=["S1"])
+                                                                            for s in sentences[1:]])])
+
+
+def code_check(claims):
+    return failures(claims, TEXTS)
+
+
+GOOD = "Installers put 1.84 million heat pumps into service across Europe in 2025."
+WRONG = "Installers put 1.94 million heat pumps into service across Europe in 2025."
+FLUFF = "This analysis reveals a dramatic transformation of domestic comfort."
+
+
+def test_a_failed_sentence_is_sent_back_once_with_its_reason_and_a_fix_is_kept():
+    sent: list[list[tuple[Claim, str]]] = []
+
+    def redraft(failed):
+        sent.append(failed)
+        return draft(GOOD, GOOD)
+
+    settled, repairs, sent_back = settle(draft(GOOD, WRONG), code_check, redraft, lambda c: quote_of(c, TEXTS))
+    assert sent_back == 1 and len(sent) == 1
+    assert sent[0][0][0].text == WRONG and "1.94 does not appear" in sent[0][0][1]
+    assert repairs == [] and settled.sections[0].claims[0].text == GOOD
+
+
+def test_what_fails_twice_is_quoted_from_the_sentence_it_rests_on_or_dropped():
+    calls = []
+
+    def redraft(failed):
+        calls.append(failed)
+        return draft(GOOD, WRONG, FLUFF)  # the model did not fix them
+
+    settled, repairs, _ = settle(draft(GOOD, WRONG, FLUFF), code_check, redraft, lambda c: quote_of(c, TEXTS))
+    assert len(calls) == 1  # once, never twice
+    assert [r.action for r in repairs] == ["quoted", "dropped"]
+    assert [c.text for c in settled.sections[0].claims] == [f"“{GOOD}”"]
+    assert settled.short_answer.text == GOOD
+
+
+def test_a_clean_draft_is_not_sent_back():
+    def redraft(failed):
+        raise AssertionError("nothing failed")
+
+    settled, repairs, sent_back = settle(draft(GOOD, GOOD), code_check, redraft, lambda c: quote_of(c, TEXTS))
+    assert (sent_back, repairs) == (0, []) and settled == draft(GOOD, GOOD)

@@ -1,0 +1,120 @@
+"""The two faults that backed the Writer rework out, and the shape's omitted-parts note.
+
+1. A comma-joined question whose second part names someone ("…, and how many data
+   centres does Azure run in Antarctica?") lost its first part: the currency after the
+   figure ("723 billion USD") was taken for a name the question does not ask about, so
+   the sentence answering the first part was judged to be about someone else.
+2. The Writer stopped asking the Searcher about the parts nothing answers: the model's
+   prose filled every part it was given, whether or not it answered it.
+"""
+
+from __future__ import annotations
+
+from briefroom.records import Claim, DraftSection, Fact, Passage, SourceRecord, WriterDraft
+from briefroom.report.draft import render_markdown
+from briefroom.report.language import LABELS, question_parts
+from briefroom.report.outline import Scorer, proper_names
+from briefroom.report.shape import assemble
+from briefroom.report.source_kinds import profiles
+from briefroom.report.spec import ReportSpec
+
+QUESTION = "How big is the 2026 public cloud market, and how many data centres does Azure run in Antarctica?"
+SPENDING = "Public cloud spending will reach 723 billion USD in 2026."
+GROWTH = "Azure grew 31% while AWS grew 17%."
+NOT_SAID = LABELS["en"]["not_said"]
+
+
+def source(sid: str, title: str, text: str) -> SourceRecord:
+    return SourceRecord(source_id=sid, title=title, path=f"notes/{sid}.md",
+                        passages=(Passage(chunk_id=f"{sid}:0", start=0, end=len(text), text=text),))
+
+
+SOURCES = {"M": source("M", "Cloud market", f"{SPENDING} {GROWTH}")}
+FACTS = [Fact(fact_id=f"F{n}", text=t, source_id="M", found_by="passage", round=1,
+              confirmed_by=("searcher", "critic")) for n, t in enumerate([SPENDING, GROWTH])]
+
+
+def claim(text: str) -> Claim:
+    return Claim(text=text, source_ids=["M"])
+
+
+def shaped(draft: WriterDraft, question: str = QUESTION, facts: list[Fact] = FACTS,
+           sources: dict[str, SourceRecord] = SOURCES):
+    return assemble(draft, question_parts(question), question, facts, sources, profiles(sources), ReportSpec(), "en")
+
+
+def test_a_unit_after_a_figure_is_not_a_name():
+    names = proper_names([SPENDING, "Estmark, Norvalia's neighbour, added 2.6 GW in 2025.",
+                          "The Port of Halvik handled 3.87 million TEU in 2025."])
+    assert {"USD", "GW", "TEU"}.isdisjoint(names)
+    assert {"Estmark", "Norvalia", "Halvik"} <= names
+    assert not Scorer(QUESTION, question_parts(QUESTION), [SPENDING, GROWTH]).other_subject(SPENDING)
+
+
+def test_the_first_part_of_a_comma_joined_question_is_answered_from_the_corpus():
+    draft = WriterDraft(title="Cloud market", short_answer=claim(SPENDING), summary=[],
+                        sections=[DraftSection(heading="Market size", claims=[claim(SPENDING)], part=1),
+                                  DraftSection(heading="Data centres", claims=[claim(GROWTH)], part=2)])
+    report = shaped(draft)
+    first = report.sections[0]
+    assert any("723 billion USD" in c.text and c.source_ids == ["M"] for c in first.claims)
+    assert "723 billion USD" in report.short_answer.text and report.short_answer.source_ids == ["M"]
+
+
+def test_a_part_the_prose_does_not_answer_is_not_said():
+    # the model put the growth figure under the Antarctica part: it names Azure, and says
+    # nothing of data centres in Antarctica
+    draft = WriterDraft(title="Cloud market", short_answer=claim(SPENDING), summary=[],
+                        sections=[DraftSection(heading="Market size", claims=[claim(SPENDING)], part=1),
+                                  DraftSection(heading="Data centres", claims=[claim(GROWTH)], part=2)])
+    report = shaped(draft)
+    second = report.sections[1]
+    assert [c.text for c in second.claims] == [NOT_SAID] and not any(c.source_ids for c in second.claims)
+    assert report.not_said and "Antarctica" in report.not_said[0]
+
+
+def test_a_figure_of_another_year_does_not_answer_the_part():
+    question = "What was the average cost per cubic metre of desalinated water in Port Karavel in 2025?"
+    old = "The audit found that the average cost of desalinated water in Port Karavel was 0.94 USD per cubic metre in 2021."
+    sources = {"A": source("A", "Audit of desalination costs, 2021", old)}
+    facts = [Fact(fact_id="F0", text=old, source_id="A", found_by="passage", round=1)]
+    cited = Claim(text=old, source_ids=["A"])
+    draft = WriterDraft(title="Desalination cost", short_answer=cited,
+                        sections=[DraftSection(heading="Cost", claims=[cited], part=1)])
+    report = shaped(draft, question, facts, sources)
+    assert [c.text for c in report.sections[0].claims] == [NOT_SAID]
+    assert "0.94" not in report.short_answer.text and not report.short_answer.source_ids
+
+
+def test_a_sentence_under_the_wrong_part_goes_to_the_part_it_answers():
+    question = "How big will public cloud spending be in 2026, and which provider grew fastest?"
+    growth = "Azure grew fastest among the large providers, by 31 percent."
+    sources = {"M": source("M", "Cloud market", f"{SPENDING} {growth}")}
+    facts = [Fact(fact_id="F0", text=growth, source_id="M", found_by="passage", round=1)]
+    draft = WriterDraft(title="Cloud market", short_answer=claim(growth),
+                        sections=[DraftSection(heading="Provider growth", claims=[claim(growth)])])  # no part: the first
+    report = shaped(draft, question, facts, sources)
+    assert [c.text for c in report.sections[0].claims] == [NOT_SAID]
+    assert [c.text.strip("“”") for c in report.sections[1].claims] == [growth]
+
+
+def test_a_question_of_more_parts_than_sections_names_the_parts_left_out():
+    parts = ["How big is the cloud market?", "Who grows fastest?", "What is GPU spending?",
+             "How much battery storage?", "How many EVs were sold?"]
+    question = " ".join(parts)
+    draft = WriterDraft(title="Cloud market", short_answer=claim(SPENDING),
+                        sections=[DraftSection(heading="Market size", claims=[claim(SPENDING)], part=1)])
+    report = shaped(draft, question)
+    assert len(report.sections) == 4 and report.omitted == ["How many EVs were sold"]
+    markdown, _ = render_markdown(report, SOURCES)
+    assert "first 4 parts" in markdown.split("## Short answer")[0] and "How many EVs were sold" in markdown
+
+
+def test_a_unit_the_question_names_is_not_a_name_it_asks_about():
+    # "in TEU" is capitalised inside the question, but the sources write it after figures
+    question = "How many containers, in TEU, did the Port of Halvik handle in 2025?"
+    port = "The Port of Halvik handled 3.87 million TEU in 2025, against 3.52 million TEU in 2024."
+    score = Scorer(question, question_parts(question), [port])
+    assert "teu" not in score.asked_names
+    assert not score.names_only(port, question_parts(question)[0])  # handled is what the part asks (handle)
+    assert score.names_only("The Port of Halvik has a new logo.", question_parts(question)[0])
