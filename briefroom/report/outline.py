@@ -290,6 +290,16 @@ def gives_only_differences(text: str) -> bool:
     return bool(mentions) and all(_ZH_CHANGE_BEFORE.search(text[max(0, m.start - 4):m.start]) for m in mentions)
 
 
+_PART_OF_YEAR = re.compile(r"\b(?:quarter|Q[1-4]|half[- ]year|first half|second half|month|week)\b|"
+                           r"季度|上半年|下半年|个月", re.I)
+
+
+def whole_period(text: str, part: str) -> bool:
+    """The sentence's figure covers the period the part asks about: not a quarter, half
+    year or month when the part does not ask for one."""
+    return not _PART_OF_YEAR.search(text) or bool(_PART_OF_YEAR.search(part))
+
+
 def measures_in(text: str) -> set[str]:
     return {name for name, pattern in MEASURE_FAMILIES if pattern.search(text)}
 
@@ -361,9 +371,11 @@ def leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], u
         return []
     # the lead gives the measure asked for (installed, not sold); rivals may give another
     leading = sorted((t for t in scored if answers_measure(t[3].text, part)), key=lambda t: (-t[0], t[2]))
-    if "forecast" not in measures_in(part) and any("forecast" not in measures_in(t[3].text) for t in leading):
-        # a forecast never stands for an actual: where one answers, it leads (a forecast
-        # may still stand beside it as a rival figure)
+    if "forecast" not in measures_in(part) and any("forecast" not in measures_in(t[3].text)
+                                                   and whole_period(t[3].text, part) for t in leading):
+        # a forecast never stands for an actual of the same period: where one answers, it
+        # leads (the forecast may still stand beside it as a rival figure). A quarter's
+        # actual does not answer for the year a forecast gives.
         leading = [t for t in leading if "forecast" not in measures_in(t[3].text)]
     if not leading:
         return []

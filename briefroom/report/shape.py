@@ -198,12 +198,12 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
         heading = heading_of([s.heading for s in mine], part, question, lab["findings"])
         sections.append(DraftSection.model_construct(heading=heading, claims=claims, part=n + 1))
     short = _short_answer(draft.short_answer, first_lead, sections, profiles, label, lab)
-    summary = _summary(draft.summary, short, sections, shape.summary_sentences, label)
-    fixed = word_count(short.text) + sum(word_count(c.text) for c in summary)
-    sections = _within_words(sections, fixed, spec.target_words)
     title = draft.title.strip() if is_title(draft.title) and whole_phrase(draft.title) else short_heading(question, 14)
     if len(title.strip()) < 3:  # a question of a word or two ("0"): the report still needs a title
         title = f"{lab['findings']}: {question.strip()}"[:120]
+    summary = _summary(draft.summary, short, sections, shape.summary_sentences, label, title)
+    fixed = word_count(short.text) + sum(word_count(c.text) for c in summary)
+    sections = _within_words(sections, fixed, spec.target_words)
     cited = {sid for s in [short, *summary, *(c for sec in sections for c in sec.claims)] for sid in s.source_ids}
     return ReportDraft.model_construct(
         title=title, short_answer=short, summary=summary, sections=sections, key_figures=[], omitted=omitted,
@@ -227,10 +227,13 @@ def _short_answer(model: Claim, lead: Fact | None, sections: list[DraftSection],
 
 
 def _summary(model: list[Claim], short: Claim, sections: list[DraftSection], limit: int,
-             label: Labeller) -> list[Claim]:
+             label: Labeller, title: str) -> list[Claim]:
     """The model's executive summary (verified); without one, each later section's first
-    sentence: what a reader who stops here still takes away."""
-    chosen = [label.labelled(c) for c in model if c.text.strip() and c.source_ids]
+    sentence: what a reader who stops here still takes away. A sentence that only
+    repeats the title's words says nothing and is left out."""
+    named = set(content_words(title))
+    chosen = [label.labelled(c) for c in model
+              if c.text.strip() and c.source_ids and not set(content_words(c.text)) <= named]
     if not chosen:
         chosen = [next(c for c in s.claims) for s in sections[1:] if s.claims and s.claims[0].source_ids]
         chosen = [c.model_copy(update={"attribution": None}) if c.attribution and not label.unverified(c) else c

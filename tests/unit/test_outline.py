@@ -180,3 +180,19 @@ def test_a_forecast_does_not_lead_where_an_actual_answers():
     assert leads([forecast, actual], parts[0], score, {}, set(), authority)[0] is actual
     # with no actual, the forecast still answers (a 2026 market is only ever forecast)
     assert leads([forecast], parts[0], score, {}, set(), authority) == [forecast]
+
+
+def test_a_quarters_actual_does_not_push_out_the_years_forecast():
+    from briefroom.report.outline import Scorer, leads, whole_period
+
+    question = "How big is the 2026 public cloud market?"
+    year = fact("Worldwide end-user spending on public cloud services is forecast to reach 723 billion USD in 2026.",
+                "A")
+    quarter = fact("Spending on public cloud infrastructure services reached 94 billion USD in the second quarter "
+                   "of 2026.", "T")
+    parts = question_parts(question)
+    score = Scorer(question, parts, [year.text, quarter.text])
+    assert not whole_period(quarter.text, parts[0]) and whole_period(year.text, parts[0])
+    assert whole_period(quarter.text, "What was spent on public cloud in the second quarter of 2026?")
+    found = leads([quarter, year], parts[0], score, {}, set(), {"A": 1.0, "T": 1.0})
+    assert year in found  # the forecast for the year stays a candidate; the quarter cannot stand for the year

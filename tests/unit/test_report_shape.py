@@ -123,3 +123,13 @@ def test_words_is_a_target_length_each_section_keeping_its_answer():
     assert len(short.sections[0].claims) < len(long.sections[0].claims)
     assert sum(word_count(c.text) for c in short.sections[0].claims) + word_count(short.short_answer.text) <= 50 \
         or len(short.sections[0].claims) == 1
+
+
+def test_a_summary_sentence_that_only_repeats_the_title_is_left_out():
+    registry = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
+                     source_ids=["REG"])
+    echo = Claim(text="Heat pumps in Europe.", source_ids=["REG", "BLOG"])
+    draft = WriterDraft(title="Heat pumps in Europe", short_answer=registry, summary=[echo, registry],
+                        sections=[DraftSection(heading="Installed in 2025", claims=[registry], part=1)])
+    report = build(draft)
+    assert [c.text for c in report.summary if "Heat pumps in Europe" in c.text] == []
