@@ -73,11 +73,6 @@ class Role:
     # With `--parallel N` > 1, several unread messages are handled by one instance of
     # this role each, at the same time (the Searcher: one per sub-question).
     fan_out: bool = False
-    # The output models this role's `Turn.ask` calls reply with. When declared, every
-    # call of the role shows all of them and all of the role's tools, so its tool calls
-    # and its answers share one stable prefix for the server's prompt cache (the
-    # Searcher's two calls per question otherwise diverged right after the charter).
-    outputs: tuple[type[BaseModel], ...] = ()
 
     def __post_init__(self) -> None:
         if self.finishing_duty not in (None, "draft", "check"):

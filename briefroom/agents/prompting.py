@@ -28,7 +28,6 @@ from briefroom.protocol.prompt_assembly import (
     Section,
     mark_data,
 )
-from briefroom.protocol.tools import Tool
 from briefroom.records import Fact
 from briefroom.report.language import LABELS, charter_language
 
@@ -57,44 +56,17 @@ def render_charter(charter) -> str:
     return "\n".join(lines)
 
 
-def role_tools(turn: "Turn") -> dict[str, Tool]:
-    """The role's tools this run has: its own, and its optional ones where present."""
-    tools = turn.ctx.tools
-    return {name: tools[name] for name in (*turn.role.tools, *turn.role.optional_tools) if name in tools}
-
-
 def stable_sections(turn: "Turn", schema: dict | None, tools: list[dict] | None) -> list[Section]:
-    """Role, charter, tools, output format: identical bytes on every call of a role.
-
-    A role that declares its outputs (`Role.outputs`) shows its tools and every declared
-    output's schema on each call, so a tool call and the answer after it differ only
-    after the stable part. A schema the role did not declare is shown alone."""
+    """Role, charter, tools, output format: identical bytes on every call of a role."""
     instructions = render(load_template(turn.role.prompt), data_notice=DATA_NOTICE)
     stable = [Section("role", "## Role", [Item("role", instructions, Priority.P0)]),
               Section("charter", "## Charter", [Item("charter", render_charter(turn.charter), Priority.P0)])]
-    declared = [o.model_json_schema() for o in turn.role.outputs]
-    schemas = [schema] if schema is not None else []
-    if declared and (schema is None or _shown(schema) in {_shown(d) for d in declared}):
-        schemas = declared
-        tools = [t.definition() for t in role_tools(turn).values()] or tools
     if tools:
         stable.append(Section("tools", "## Tools", [Item("tools", json.dumps(tools, indent=1), Priority.P0)]))
-    if schemas:
-        stable.append(Section("format", "## Output format", [Item("format", _format_text(schemas, bool(tools)),
-                                                                  Priority.P0)]))
+    if schema is not None:
+        stable.append(Section("format", "## Output format", [Item(
+            "format", "Reply with one JSON object matching this JSON schema:\n" + json.dumps(schema), Priority.P0)]))
     return stable
-
-
-def _shown(schema: dict) -> str:
-    return json.dumps(schema, sort_keys=True)
-
-
-def _format_text(schemas: list[dict], with_tools: bool) -> str:
-    when = "When the task asks for your answer rather than a tool call, reply" if with_tools else "Reply"
-    if len(schemas) == 1:
-        return f"{when} with one JSON object matching this JSON schema:\n" + json.dumps(schemas[0])
-    return f"{when} with one JSON object matching the schema the task names:\n" + "\n".join(
-        f"{s.get('title', 'Output')}: {json.dumps(s)}" for s in schemas)
 
 
 _Forms = tuple[str, str, frozenset[str]]

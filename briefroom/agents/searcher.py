@@ -209,7 +209,6 @@ ROLE = Role(
     fan_out=True,  # with --parallel N, one instance per sub-question
     task_fields=("task_id", "lineage", "artifacts"),
     budget_tokens=5000,
-    outputs=(Findings,),
     description="searches the corpus and reports sourced conclusions",
 )
 

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from briefroom.agents.model_calls import check_run_budget
-from briefroom.agents.prompting import role_tools
 from briefroom.agents.run_context import RunContext
 from briefroom.agents.structured import MAX_CONTRACT_RETRIES
 from briefroom.errors import ConfigError, EngineeringFailure
@@ -44,7 +43,7 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
     missing = [name for name in turn.role.tools if name not in ctx.tools]
     if missing:
         raise ConfigError(f"role {turn.role.name!r} uses tools this run does not have: {', '.join(missing)}")
-    tools = role_tools(turn)
+    tools = {name: ctx.tools[name] for name in (*turn.role.tools, *turn.role.optional_tools) if name in ctx.tools}
     definitions = [t.definition() for t in tools.values()]
     prompt = turn.build_prompt(task, tools=definitions)
     messages: list[BaseMessage] = list(prompt.messages)

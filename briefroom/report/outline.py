@@ -294,6 +294,14 @@ _PART_OF_YEAR = re.compile(r"\b(?:quarter|Q[1-4]|half[- ]year|first half|second 
                            r"季度|上半年|下半年|个月", re.I)
 
 
+_ESTIMATE = re.compile(r"\bestimat(?:e[sd]?|ion)\b|估计|估算", re.I)
+
+
+def projected(text: str) -> bool:
+    """The figure is a forecast or an estimate, not a measured count."""
+    return "forecast" in measures_in(text) or bool(_ESTIMATE.search(text))
+
+
 def whole_period(text: str, part: str) -> bool:
     """The sentence's figure covers the period the part asks about: not a quarter, half
     year or month when the part does not ask for one."""
@@ -371,12 +379,14 @@ def leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], u
         return []
     # the lead gives the measure asked for (installed, not sold); rivals may give another
     leading = sorted((t for t in scored if answers_measure(t[3].text, part)), key=lambda t: (-t[0], t[2]))
-    if "forecast" not in measures_in(part) and any("forecast" not in measures_in(t[3].text)
-                                                   and whole_period(t[3].text, part) for t in leading):
-        # a forecast never stands for an actual of the same period: where one answers, it
-        # leads (the forecast may still stand beside it as a rival figure). A quarter's
-        # actual does not answer for the year a forecast gives.
-        leading = [t for t in leading if "forecast" not in measures_in(t[3].text)]
+    forecasts = [t[1] for t in leading if projected(t[3].text)]
+    if forecasts and "forecast" not in measures_in(part) and any(
+            not projected(t[3].text) and whole_period(t[3].text, part)
+            and t[1] >= RIVAL_SHARE * max(forecasts) for t in leading):
+        # a forecast or an estimate never stands for a measured figure that answers as well,
+        # for the same period: the measured one leads (the other may still stand beside it
+        # as a rival). A quarter's actual does not answer for the year.
+        leading = [t for t in leading if not projected(t[3].text)]
     if not leading:
         return []
     _, best_relevance, _, best = leading[0]

@@ -196,3 +196,19 @@ def test_a_quarters_actual_does_not_push_out_the_years_forecast():
     assert whole_period(quarter.text, "What was spent on public cloud in the second quarter of 2026?")
     found = leads([quarter, year], parts[0], score, {}, set(), {"A": 1.0, "T": 1.0})
     assert year in found  # the forecast for the year stays a candidate; the quarter cannot stand for the year
+
+
+def test_an_estimate_does_not_push_out_a_forecast_nor_stand_for_a_count():
+    from briefroom.report.outline import Scorer, leads, projected
+
+    question = "How big is the 2026 public cloud market?"
+    forecast = fact("Worldwide end-user spending on public cloud services is forecast to reach 723 billion USD in "
+                    "2026.", "A")
+    estimate = fact("Spending on GPU cloud capacity is estimated at 82 billion USD for 2026, roughly 11% of total "
+                    "public cloud spending.", "G")
+    assert projected(estimate.text) and projected(forecast.text)
+    assert not projected("Installers put 1.84 million heat pumps into service across Europe in 2025.")
+    parts = question_parts(question)
+    score = Scorer(question, parts, [forecast.text, estimate.text])
+    # neither is a measured figure, so the rule leaves both and the sources' authority ranks them
+    assert leads([estimate, forecast], parts[0], score, {}, set(), {"A": 0.9, "G": 0.8})[0] is forecast
