@@ -97,14 +97,16 @@ def place_sentences(grouped: list[list[DraftSection]], parts: list[str], score: 
     return placed
 
 
-def heading_of(model_headings: list[str], part: str, question: str, fallback: str = "Findings") -> str:
-    """The model's heading when it is a whole phrase about its part; else the part's own
-    words, shortened at a phrase boundary (`short_heading`)."""
+def heading_of(model_headings: list[str], part: str, question: str, fallback: str = "Findings",
+               taken: frozenset[str] = frozenset()) -> str:
+    """The model's heading when it is a whole phrase about its part and not already the
+    title's or another section's (`taken`, lower case); else the part's own words,
+    shortened at a phrase boundary (`short_heading`)."""
     wanted = content_words(part) | content_words(question)
     for heading in model_headings:
         words = content_words(heading)
         if (heading.strip() and whole_phrase(heading) and len(heading.split()) <= 12 and words - _GENERIC
-                and words & wanted):
+                and words & wanted and " ".join(heading.lower().split()) not in taken):
             heading = heading.strip()
             return heading[:1].upper() + heading[1:]
     heading = short_heading(part)
@@ -156,6 +158,9 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
     label = Labeller(sources, profiles, language)
     model_claims = [c for s in draft.sections for c in s.claims]
     score = Scorer(question, parts, [f.text for f in facts] + [c.text for c in model_claims], embed)
+    title = draft.title.strip() if is_title(draft.title) and whole_phrase(draft.title) else short_heading(question, 14)
+    if len(title.strip()) < 3:  # a question of a word or two ("0"): the report still needs a title
+        title = f"{lab['findings']}: {question.strip()}"[:120]
     used: set[str] = set()
     said: set[str] = set()
     sections: list[DraftSection] = []
@@ -195,12 +200,10 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
         if not claims:
             not_said.append(lab["not_said_part"].format(part=short_heading(part)))
             claims = [Claim.model_construct(text=lab["not_said"], source_ids=[], attribution=None)]
-        heading = heading_of([s.heading for s in mine], part, question, lab["findings"])
+        taken = frozenset(" ".join(h.lower().split()) for h in [title, *(s.heading for s in sections)])
+        heading = heading_of([s.heading for s in mine], part, question, lab["findings"], taken)
         sections.append(DraftSection.model_construct(heading=heading, claims=claims, part=n + 1))
     short = _short_answer(draft.short_answer, first_lead, sections, profiles, label, lab)
-    title = draft.title.strip() if is_title(draft.title) and whole_phrase(draft.title) else short_heading(question, 14)
-    if len(title.strip()) < 3:  # a question of a word or two ("0"): the report still needs a title
-        title = f"{lab['findings']}: {question.strip()}"[:120]
     summary = _summary(draft.summary, short, sections, shape.summary_sentences, label, title)
     fixed = word_count(short.text) + sum(word_count(c.text) for c in summary)
     sections = _within_words(sections, fixed, spec.target_words)

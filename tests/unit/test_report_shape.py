@@ -133,3 +133,13 @@ def test_a_summary_sentence_that_only_repeats_the_title_is_left_out():
                         sections=[DraftSection(heading="Installed in 2025", claims=[registry], part=1)])
     report = build(draft)
     assert [c.text for c in report.summary if "Heat pumps in Europe" in c.text] == []
+
+
+def test_a_heading_that_repeats_the_title_or_another_section_gives_way_to_the_parts_words():
+    registry = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
+                     source_ids=["REG"])
+    draft = WriterDraft(title="Heat pumps installed in Europe", short_answer=registry, summary=[registry],
+                        sections=[DraftSection(heading="Heat pumps installed in Europe", claims=[registry], part=1),
+                                  DraftSection(heading="Heat pumps installed in Europe", claims=[registry], part=2)])
+    headings = [s.heading for s in build(draft).sections]
+    assert headings == ["How many heat pumps were installed in Europe in 2025", "What do the installers say about 2026"]
