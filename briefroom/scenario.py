@@ -23,6 +23,11 @@ from briefroom.records import Charter
 SCENARIO_FILE = "scenario.yaml"
 
 
+# A long question stays on one line of scenario.yaml (a folded one lost its end to a
+# line-based edit once, and the recording then asked half a question).
+QUESTION_WIDTH = 1_000_000
+
+
 class ExpectedFact(BaseModel):
     text: str
     source: str | None = None
@@ -153,7 +158,7 @@ def write_scenario(directory: Path, request, settings: Settings, charter: Charte
                         recorded_with=label, handles=handles, roles_dirs=roles_dirs, context=settings.context,
                         parallel=settings.parallel)
     (directory / SCENARIO_FILE).write_text(yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False,
-                                                          allow_unicode=True, width=100), encoding="utf-8")
+                                                          allow_unicode=True, width=QUESTION_WIDTH), encoding="utf-8")
     cassette.save(directory)
     (directory / "report.md").write_text(report, encoding="utf-8")
 
