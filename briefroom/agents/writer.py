@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 
 from briefroom.agents.base import Role, Turn
+from briefroom.errors import ContractError
 from briefroom.memory.reading import memory_item, memory_reader, remembered_fact, unused_facts
 from briefroom.prompts import load_template, render
 from briefroom.protocol.bus import Subscription
@@ -141,13 +142,24 @@ def write_verified(turn: Turn, task: str, allowed: list[str], facts: list[Fact])
     once with their reasons, then are quoted or dropped. Each outcome is logged."""
     texts = turn.source_texts()
     shown = unused_facts(facts, turn.state, turn.role.name)  # a memory fact already used is not shown again
-    draft = turn.ask(task, WriterDraft, facts=shown, enums={"source_ids": allowed})
+    try:
+        draft = turn.ask(task, WriterDraft, facts=shown, enums={"source_ids": allowed})
+    except ContractError as exc:
+        # A model that cannot write the draft's JSON at all (a tiny one on a long Chinese
+        # draft): the report is built from verified source sentences alone, as it is for
+        # any part the prose leaves unanswered. The contract errors are in the log.
+        _gave_up(turn, "the model's draft was invalid JSON after its corrections", exc)
+        return empty_draft(), []
     judge = support_judge(turn, texts)
 
     def redraft(failed: list[tuple[Claim, str]]) -> WriterDraft:
         listing = "\n".join(f"- {claim.text} — {why}" for claim, why in failed)
         again = render(load_template("writer_revise.md"), failures=mark_data("failures", listing))
-        return turn.ask(task + "\n\n" + again, WriterDraft, facts=shown, enums={"source_ids": allowed})
+        try:
+            return turn.ask(task + "\n\n" + again, WriterDraft, facts=shown, enums={"source_ids": allowed})
+        except ContractError as exc:  # the first draft stands; what failed in it is quoted or dropped
+            _gave_up(turn, "the model's revision was invalid JSON after its corrections", exc)
+            return draft
 
     settled, repairs, sent_back = settle(draft, lambda claims: failures(claims, texts, judge), redraft,
                                          lambda claim: quote_of(claim, texts))
@@ -156,6 +168,17 @@ def write_verified(turn: Turn, task: str, allowed: list[str], facts: list[Fact])
     for repair in repairs:
         turn.ctx.log.event("report_repair", agent=turn.role.name, round=turn.round, repair=repair.line())
     return settled, repairs
+
+
+def empty_draft() -> WriterDraft:
+    """A draft with no prose: `assemble` then quotes the verified sentence for each part."""
+    empty = Claim.model_construct(text="", source_ids=[], attribution=None)
+    return WriterDraft.model_construct(title="", short_answer=empty, summary=[], sections=[])
+
+
+def _gave_up(turn: Turn, reason: str, exc: ContractError) -> None:
+    turn.ctx.log.event("fallback", agent=turn.worker, round=turn.round, reason=f"{reason}: {str(exc)[:200]}")
+    turn.note(f"{reason}; the report quotes verified sentences instead")
 
 
 def _embed(turn: Turn):

@@ -184,3 +184,37 @@ def test_model_returning_garbage_stops_with_contract_error_and_keeps_the_log(sma
     # the correction prompt tells the model what was wrong
     correction = models["planner"].calls[1]["messages"][-1].content
     assert "did not match the required output" in correction
+
+
+def test_a_writer_that_cannot_write_its_json_still_hands_in_the_verified_quotes(small_corpus, data_dir, tmp_path):
+    from briefroom.events import Fallback
+
+    market = ids_by_title(small_corpus)["Cloud market"]
+
+    def findings(messages, kwargs):
+        return AIMessage(content=json.dumps({"findings": [
+            {"claim": "Public cloud spending will reach 723 billion USD in 2026.", "source_ids": [market],
+             "subject": "cloud spending 2026"}]}))
+
+    def review(messages, kwargs):
+        return AIMessage(content=json.dumps({"verdicts": [
+            {"msg_id": i, "verdict": "accept", "reason": "supported"} for i in enum_of(kwargs, "msg_id")]}))
+
+    pool, models = pool_of({
+        "planner": [{"subquestions": [{"question": "How big is the 2026 public cloud market?"}]}],
+        "searcher": [AIMessage(content="", tool_calls=[{"name": "local_search", "args": {"query": "cloud market 2026"},
+                                                        "id": "call_1"}]),
+                     AIMessage(content="done"), findings],
+        "critic": [review, review],
+        "writer": ['{"title": "Cloud", "short_answer": {"text": "723', "not json at all", '{"title": 3}'],
+    })
+    out = tmp_path / "run"
+    result = run_research(ResearchRequest(question="How big is the 2026 public cloud market?", corpus=[small_corpus],
+                                          out=out, models=pool), Settings(rounds=1, data_dir=data_dir))
+    models["writer"].assert_done()
+    assert result.state["report"].accepted
+    short = result.report.split("## Short answer", 1)[1].split("##", 1)[0]
+    assert "723 billion USD" in short and "[1]" in short  # a verified sentence of the source, cited
+    texts = {d.source_id: d.text for d in load_corpus(small_corpus)}
+    assert markdown_problems(result.report, texts) == []
+    assert any(isinstance(e, Fallback) and e.agent == "writer" and "invalid JSON" in e.reason for e in events(out))
