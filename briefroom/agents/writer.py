@@ -143,12 +143,13 @@ def write_verified(turn: Turn, task: str, allowed: list[str], facts: list[Fact])
     texts = turn.source_texts()
     shown = unused_facts(facts, turn.state, turn.role.name)  # a memory fact already used is not shown again
     try:
-        draft = turn.ask(task, WriterDraft, facts=shown, enums={"source_ids": allowed})
+        # cut at the output cap (a small model's long draft), asking again only repeats it
+        draft = turn.ask(task, WriterDraft, facts=shown, enums={"source_ids": allowed}, give_up_when_cut=True)
     except ContractError as exc:
         # A model that cannot write the draft's JSON at all (a tiny one on a long Chinese
         # draft): the report is built from verified source sentences alone, as it is for
         # any part the prose leaves unanswered. The contract errors are in the log.
-        _gave_up(turn, "the model's draft was invalid JSON after its corrections", exc)
+        _gave_up(turn, "the model's draft was invalid JSON or cut at the output cap", exc)
         return empty_draft(), []
     judge = support_judge(turn, texts)
 
@@ -156,9 +157,10 @@ def write_verified(turn: Turn, task: str, allowed: list[str], facts: list[Fact])
         listing = "\n".join(f"- {claim.text} — {why}" for claim, why in failed)
         again = render(load_template("writer_revise.md"), failures=mark_data("failures", listing))
         try:
-            return turn.ask(task + "\n\n" + again, WriterDraft, facts=shown, enums={"source_ids": allowed})
+            return turn.ask(task + "\n\n" + again, WriterDraft, facts=shown, enums={"source_ids": allowed},
+                            give_up_when_cut=True)
         except ContractError as exc:  # the first draft stands; what failed in it is quoted or dropped
-            _gave_up(turn, "the model's revision was invalid JSON after its corrections", exc)
+            _gave_up(turn, "the model's revision was invalid JSON or cut at the output cap", exc)
             return draft
 
     settled, repairs, sent_back = settle(draft, lambda claims: failures(claims, texts, judge), redraft,

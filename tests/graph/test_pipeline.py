@@ -186,7 +186,15 @@ def test_model_returning_garbage_stops_with_contract_error_and_keeps_the_log(sma
     assert "did not match the required output" in correction
 
 
-def test_a_writer_that_cannot_write_its_json_still_hands_in_the_verified_quotes(small_corpus, data_dir, tmp_path):
+CUT_DRAFT = AIMessage(content='{"title": "Cloud", "short_answer": {"text": "723 billion USD and then on and on',
+                      response_metadata={"finish_reason": "length"})
+
+
+@pytest.mark.parametrize("replies", [['{"title": "Cloud", "short_answer": {"text": "723', "not json at all",
+                                      '{"title": 3}'],
+                                     [CUT_DRAFT]], ids=["invalid three times", "cut at the output cap once"])
+def test_a_writer_that_cannot_write_its_json_still_hands_in_the_verified_quotes(small_corpus, data_dir, tmp_path,
+                                                                              replies):
     from briefroom.events import Fallback
 
     market = ids_by_title(small_corpus)["Cloud market"]
@@ -206,7 +214,7 @@ def test_a_writer_that_cannot_write_its_json_still_hands_in_the_verified_quotes(
                                                         "id": "call_1"}]),
                      AIMessage(content="done"), findings],
         "critic": [review, review],
-        "writer": ['{"title": "Cloud", "short_answer": {"text": "723', "not json at all", '{"title": 3}'],
+        "writer": list(replies),
     })
     out = tmp_path / "run"
     result = run_research(ResearchRequest(question="How big is the 2026 public cloud market?", corpus=[small_corpus],
@@ -217,4 +225,5 @@ def test_a_writer_that_cannot_write_its_json_still_hands_in_the_verified_quotes(
     assert "723 billion USD" in short and "[1]" in short  # a verified sentence of the source, cited
     texts = {d.source_id: d.text for d in load_corpus(small_corpus)}
     assert markdown_problems(result.report, texts) == []
-    assert any(isinstance(e, Fallback) and e.agent == "writer" and "invalid JSON" in e.reason for e in events(out))
+    assert any(isinstance(e, Fallback) and e.agent == "writer" and "invalid JSON or cut" in e.reason
+               for e in events(out))
