@@ -106,8 +106,11 @@ class Cassette:
 
     def record(self, role: str, messages: list[dict[str, Any]], response: AIMessage) -> None:
         seq = sum(1 for e in self.entries if e["role"] == role)
+        reply = serialize_messages([response])[0]
+        if (response.response_metadata or {}).get("finish_reason") == "length":
+            reply["finish_reason"] = "length"  # a reply cut at the output cap is handled apart (give_up_when_cut)
         self.entries.append({"role": role, "seq": seq, "prompt_sha": prompt_hash(messages), "messages": messages,
-                             "response": serialize_messages([response])[0]})
+                             "response": reply})
 
     def next_for(self, role: str, messages: list[dict[str, Any]]) -> AIMessage:
         seq = self._cursor.get(role, 0)
@@ -124,7 +127,8 @@ class Cassette:
         r = entry["response"]
         return AIMessage(content=r.get("content", ""),
                          tool_calls=[{"name": t["name"], "args": t["args"], "id": t["id"], "type": "tool_call"}
-                                     for t in r.get("tool_calls", [])])
+                                     for t in r.get("tool_calls", [])],
+                         response_metadata={"finish_reason": r["finish_reason"]} if "finish_reason" in r else {})
 
     def seek(self, calls: dict[str, int]) -> None:
         """Continue a replay where a checkpoint left it: `calls` replies per role used."""

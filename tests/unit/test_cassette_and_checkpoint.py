@@ -30,6 +30,18 @@ def test_cassette_replays_in_order_and_reports_divergence_as_a_diff(tmp_path):
         CassetteChatModel(cassette=Cassette.load(tmp_path), role="critic").invoke([HumanMessage(content="x")])
 
 
+def test_a_reply_cut_at_the_output_cap_replays_as_cut(tmp_path):
+    recorded = Cassette()
+    prompt = serialize_messages([HumanMessage(content="draft")])
+    recorded.record("writer", prompt, AIMessage(content='{"title": "Cl', response_metadata={"finish_reason": "length"}))
+    recorded.record("writer", prompt, AIMessage(content="{}", response_metadata={"finish_reason": "stop"}))
+    recorded.save(tmp_path)
+    model = CassetteChatModel(cassette=Cassette.load(tmp_path), role="writer")
+    cut, whole = model.invoke([HumanMessage(content="draft")]), model.invoke([HumanMessage(content="draft")])
+    assert cut.response_metadata.get("finish_reason") == "length"
+    assert whole.response_metadata.get("finish_reason") != "length"
+
+
 def test_broken_cassette_line_is_a_config_error(tmp_path):
     (tmp_path / "cassette.jsonl").write_text('{"role": "x"}\nnot json\n')
     with pytest.raises(Exception, match="cassette.jsonl:2"):
