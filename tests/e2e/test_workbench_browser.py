@@ -78,7 +78,7 @@ def test_a_whole_run_clicked_through_in_the_workbench(tmp_path, data_dir):
         not_blank(browser, tmp_path / "2-review.png")
         # the Writer's draft must be on screen while the run is still going
         browser.evaluate("""new MutationObserver(() => {
-            if (document.querySelector('#draft').textContent.includes('Research brief') &&
+            if (document.querySelector('#draft').textContent.includes('Report draft (revision 0)') &&
                 !document.querySelector('#draft-box').hidden &&
                 document.querySelector('#status').textContent !== 'done') window.draftBeforeDone = true;
         }).observe(document.querySelector('#draft-box'), {subtree: true, childList: true, characterData: true,
