@@ -51,11 +51,15 @@ def test_a_unit_after_a_figure_is_not_a_name():
     assert not Scorer(QUESTION, question_parts(QUESTION), [SPENDING, GROWTH]).other_subject(SPENDING)
 
 
+def size_and_growth_draft() -> WriterDraft:
+    """The model's draft for QUESTION: the spending figure under part 1, the growth figure under part 2."""
+    return WriterDraft(title="Cloud market", short_answer=claim(SPENDING), summary=[],
+                       sections=[DraftSection(heading="Market size", claims=[claim(SPENDING)], part=1),
+                                 DraftSection(heading="Data centres", claims=[claim(GROWTH)], part=2)])
+
+
 def test_the_first_part_of_a_comma_joined_question_is_answered_from_the_corpus():
-    draft = WriterDraft(title="Cloud market", short_answer=claim(SPENDING), summary=[],
-                        sections=[DraftSection(heading="Market size", claims=[claim(SPENDING)], part=1),
-                                  DraftSection(heading="Data centres", claims=[claim(GROWTH)], part=2)])
-    report = shaped(draft)
+    report = shaped(size_and_growth_draft())
     first = report.sections[0]
     assert any("723 billion USD" in c.text and c.source_ids == ["M"] for c in first.claims)
     assert "723 billion USD" in report.short_answer.text and report.short_answer.source_ids == ["M"]
@@ -64,10 +68,7 @@ def test_the_first_part_of_a_comma_joined_question_is_answered_from_the_corpus()
 def test_a_part_the_prose_does_not_answer_is_not_said():
     # the model put the growth figure under the Antarctica part: it names Azure, and says
     # nothing of data centres in Antarctica
-    draft = WriterDraft(title="Cloud market", short_answer=claim(SPENDING), summary=[],
-                        sections=[DraftSection(heading="Market size", claims=[claim(SPENDING)], part=1),
-                                  DraftSection(heading="Data centres", claims=[claim(GROWTH)], part=2)])
-    report = shaped(draft)
+    report = shaped(size_and_growth_draft())
     second = report.sections[1]
     assert [c.text for c in second.claims] == [NOT_SAID] and not any(c.source_ids for c in second.claims)
     assert report.not_said and "Antarctica" in report.not_said[0]
