@@ -31,7 +31,7 @@ from briefroom.report.outline import Scorer, answer_scorer, dedupe, leads
 from briefroom.report.shape import assemble
 from briefroom.report.source_kinds import SourceProfile, profiles
 from briefroom.report.spec import ReportSpec
-from briefroom.report.verify import Judge, Repair, SupportReview, failures, quote_of, settle
+from briefroom.report.verify import Judge, Repair, SupportReview, empty_draft, failures, quote_of, settle
 
 # Sentences of a cited source shown beside a sentence under judgement: the ones sharing
 # most of its words, so the call stays small whatever the sources' length.
@@ -170,12 +170,6 @@ def write_verified(turn: Turn, task: str, allowed: list[str], facts: list[Fact])
     for repair in repairs:
         turn.ctx.log.event("report_repair", agent=turn.role.name, round=turn.round, repair=repair.line())
     return settled, repairs
-
-
-def empty_draft() -> WriterDraft:
-    """A draft with no prose: `assemble` then quotes the verified sentence for each part."""
-    empty = Claim.model_construct(text="", source_ids=[], attribution=None)
-    return WriterDraft.model_construct(title="", short_answer=empty, summary=[], sections=[])
 
 
 def _gave_up(turn: Turn, reason: str, exc: ContractError) -> None:

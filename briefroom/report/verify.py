@@ -194,8 +194,17 @@ def with_sentences(draft: WriterDraft, replaced: dict[int, Claim | None]) -> Wri
         claims = [c for c in map(take, section.claims) if c is not None]
         if claims:
             sections.append(section.model_copy(update={"claims": claims}))
-    empty = Claim.model_construct(text="", source_ids=[], attribution=None)
-    return draft.model_copy(update={"short_answer": short or empty, "summary": summary, "sections": sections})
+    return draft.model_copy(update={"short_answer": short or no_claim(), "summary": summary, "sections": sections})
+
+
+def no_claim() -> Claim:
+    """The empty sentence a draft holds where it says nothing (an empty short answer)."""
+    return Claim.model_construct(text="", source_ids=[], attribution=None)
+
+
+def empty_draft() -> WriterDraft:
+    """A draft with no prose: `shape.assemble` then quotes the verified sentence for each part."""
+    return WriterDraft.model_construct(title="", short_answer=no_claim(), summary=[], sections=[])
 
 
 def quote_of(claim: Claim, source_texts: dict[str, str]) -> Claim | None:
