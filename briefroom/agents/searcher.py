@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from pydantic import BaseModel, Field
 
@@ -16,7 +17,7 @@ from briefroom.agents.base import Role, Turn, passage_items
 from briefroom.agents.tool_loop import stop_if_a_tool_broke
 from briefroom.corpus.tools import LocalSearchArgs, LocalSearchResult, ReadSourceResult
 from briefroom.protocol.bus import Subscription
-from briefroom.protocol.extraction import content_words, extract_facts
+from briefroom.protocol.extraction import content_words, extract_facts, relevance
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.payloads import Answer, Conclusion, Question
 from briefroom.protocol.prompt_assembly import mark_data
@@ -53,6 +54,17 @@ def support(text: str, sources: list[str], texts: dict[str, str]) -> float:
         return 0.0
     held = set().union(*(content_words(texts.get(s, "")) for s in sources)) if sources else set()
     return round(len(words & held) / len(words), 2)
+
+
+# A query that is a web address or an API call: small models write one when they see a
+# tool schema, and the corpus's keyword search then ranks passages by "https" and "com".
+_ADDRESS = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*://|www\.)\S*\s*$|^\s*[\w.-]+\.[a-z]{2,}/\S*\s*$", re.IGNORECASE)
+
+
+def searched_for(query: str, question: str) -> bool:
+    """Whether a corpus query looks for what the question asks: plain words, at least one
+    of them the question's. "planner", "SHOW ALL" or a URL search for something else."""
+    return not _ADDRESS.match(query) and relevance(query, question) > 0
 
 
 def subject_key(subject: str) -> str:
@@ -100,10 +112,12 @@ def search(turn: Turn, instruction: AgentMessage, task_id: str | None,
                               + mark_data("question", question))
     outcomes += read_found(turn, outcomes, question)  # web results the model did not open (with --web)
     # a fetched page's result is a LocalSearchResult too; only a search of the corpus counts here
-    if not any(o.ok and o.tool == "local_search" for o in outcomes):
-        # The model did not search (or its search failed): search the question itself
-        # so the round still rests on retrieved text, and say so in the log.
-        turn.ctx.log.event("fallback", agent="searcher", round=turn.round, reason="no successful local_search")
+    if not any(o.ok and o.tool == "local_search" and searched_for(o.args.get("query", ""), question)
+               for o in outcomes):
+        # The model did not search for the question (no search, a failed one, or a query
+        # about something else): search the question itself so the round still rests on
+        # retrieved text, and say so in the log.
+        turn.ctx.log.event("fallback", agent="searcher", round=turn.round, reason="no local_search for the question")
         outcomes.append(run_tool(turn.ctx.tools["local_search"], f"fallback-{instruction.msg_id}",
                                  LocalSearchArgs(query=question[:400]).model_dump()))
     calls += outcomes

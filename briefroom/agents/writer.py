@@ -31,7 +31,16 @@ from briefroom.report.outline import Scorer, answer_scorer, dedupe, leads
 from briefroom.report.shape import assemble
 from briefroom.report.source_kinds import SourceProfile, profiles
 from briefroom.report.spec import ReportSpec
-from briefroom.report.verify import Judge, Repair, SupportReview, empty_draft, failures, quote_of, settle
+from briefroom.report.verify import (
+    Judge,
+    Repair,
+    SupportReview,
+    empty_draft,
+    failures,
+    narrowed_citations,
+    quote_of,
+    settle,
+)
 
 # Sentences of a cited source shown beside a sentence under judgement: the ones sharing
 # most of its words, so the call stays small whatever the sources' length.
@@ -165,6 +174,7 @@ def write_verified(turn: Turn, task: str, allowed: list[str], facts: list[Fact])
 
     settled, repairs, sent_back = settle(draft, lambda claims: failures(claims, texts, judge), redraft,
                                          lambda claim: quote_of(claim, texts))
+    settled = narrowed_citations(settled, texts)
     if sent_back:
         turn.note(f"sent {sent_back} sentence(s) back to the model once with the reasons")
     for repair in repairs:

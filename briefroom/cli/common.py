@@ -128,3 +128,17 @@ Session = Annotated[Optional[str], typer.Option("--session", help="memory namesp
 Formats = Annotated[list[str], typer.Option("--format", help="also write the report as md, html, pdf, docx or "
                                             "json next to report.md (repeatable or comma-separated; pdf needs "
                                             "Chromium: `make browser`)")]
+# What kind of report: `research` and `submit` take the same three.
+ReportKindOption = Annotated[Optional[str], typer.Option("--report", metavar="brief|standard|detailed",
+                                                         help="how much the report says (default standard)")]
+Words = Annotated[Optional[int], typer.Option(min=50, max=20_000, help="the report's target length in words")]
+Audience = Annotated[Optional[str], typer.Option(help="who the report is for, e.g. 'policy makers': its tone")]
+Language = Annotated[Optional[str], typer.Option(help="the report's language, en or zh (default: the question's)")]
+
+
+def report_kind(kind: str | None) -> str | None:
+    from briefroom.report.spec import REPORT_KINDS
+
+    if kind is not None and kind not in REPORT_KINDS:
+        raise _fail(f"--report must be brief, standard or detailed, got {kind[:40]!r}", 2)
+    return kind

@@ -10,7 +10,20 @@ from typing import Annotated, Optional
 
 import typer
 
-from briefroom.cli.common import DatabaseUrl, DataDir, Json, _fail, _settings, err, stdout
+from briefroom.cli.common import (
+    Audience,
+    DatabaseUrl,
+    DataDir,
+    Json,
+    Language,
+    ReportKindOption,
+    Words,
+    _fail,
+    _settings,
+    err,
+    report_kind,
+    stdout,
+)
 from briefroom.cli.reviewer import AnswerFile, Clarify
 from briefroom.errors import BriefroomError
 
@@ -34,6 +47,10 @@ def submit(
     max_tokens: Annotated[Optional[int], typer.Option(min=1000, help="run budget in tokens")] = None,
     parallel: Annotated[Optional[int], typer.Option(min=1, max=8, help="searcher instances at once")] = None,
     data_dir: DataDir = None,
+    language: Language = None,
+    report: ReportKindOption = None,
+    words: Words = None,
+    audience: Audience = None,
     review_plan: Annotated[bool, typer.Option("--review-plan", help="the job waits at its plan (status waiting, "
                                               "the plan in `jobs show`) for `briefroom jobs answer`")] = False,
     clarify: Clarify = False,
@@ -47,7 +64,8 @@ def submit(
     if not corpus:
         raise _fail("no corpus: pass --corpus DIR", 2)
     choices = {"model": model, "rounds": rounds, "max_tokens": max_tokens, "parallel": parallel,
-               "data_dir": data_dir}  # what this command chose; the rest is each worker's
+               "data_dir": data_dir, "language": language, "report_kind": report_kind(report), "words": words,
+               "audience": audience}  # what this command chose; the rest is each worker's
     review = {"plan": review_plan, "clarify": clarify}
     job_id = _on_database(lambda: jobs.submit(url, question, corpus, runs_root, choices, review), url)
     if as_json:

@@ -10,19 +10,24 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from briefroom.cli.common import (
+    Audience,
     DatabaseUrl,
     DataDir,
     Formats,
     Json,
+    Language,
     Quiet,
+    ReportKindOption,
     Session,
     User,
+    Words,
     _fail,
     _print_result,
     _progress,
     _run_errors,
     _settings,
     err,
+    report_kind,
     stdout,
 )
 from briefroom.cli.drafts import follow_drafts
@@ -32,12 +37,6 @@ from briefroom.errors import BriefroomError
 
 if TYPE_CHECKING:
     from briefroom.report.export import Format
-
-
-def _report_kind(kind: str | None) -> str | None:
-    if kind is not None and kind not in ("brief", "standard", "detailed"):
-        raise _fail(f"--report must be brief, standard or detailed, got {kind[:40]!r}", 2)
-    return kind
 
 
 def research(
@@ -76,14 +75,10 @@ def research(
     fact_threshold: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="share of the question's words "
                                                             "and numbers a remembered fact must hold to be recalled "
                                                             "(default 0.5)")] = None,
-    language: Annotated[Optional[str], typer.Option(help="the report's language, en or zh (default: the "
-                                                    "question's)")] = None,
-    report_kind: Annotated[Optional[str], typer.Option("--report", metavar="brief|standard|detailed",
-                                                       help="how much the report says (default standard)")] = None,
-    words: Annotated[Optional[int], typer.Option(min=50, max=20_000, help="the report's target length in "
-                                                 "words")] = None,
-    audience: Annotated[Optional[str], typer.Option(help="who the report is for, e.g. 'policy makers': its "
-                                                    "tone")] = None,
+    language: Language = None,
+    report: ReportKindOption = None,
+    words: Words = None,
+    audience: Audience = None,
     database_url: DatabaseUrl = None,
     parallel: Annotated[Optional[int], typer.Option(min=1, max=8, help="sub-questions searched at the same time, "
                                                     "one searcher instance each (env BRIEFROOM_PARALLEL; default "
@@ -136,7 +131,7 @@ def research(
                              session=session, memory_scope=memory_scope, memory_threshold=memory_threshold,
                              fact_threshold=fact_threshold, parallel=parallel, compact_at=compact_at,
                              language=language, database_url=database_url, threads=threads,
-                             report_kind=_report_kind(report_kind), words=words, audience=audience,
+                             report_kind=report_kind(report), words=words, audience=audience,
                              idle_timeout=idle_timeout, web=web, search_provider=search_provider, searxng_url=searxng_url,
                              allow_domains=allow_domain or None, deny_domains=deny_domain or None,
                              mcp_config=mcp_config)

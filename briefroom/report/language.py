@@ -171,6 +171,10 @@ _DANGLING = frozenset("a an the of for to in on at by with from into about and o
 _PHRASE_STARTS = frozenset("of for to in on at by with from into about and or but than as that which who while "
                            "because whereas compared".split())
 _ZH_BREAKS = "，、：；（("
+# Lower-case words inside a name ("Bank of England", "Isle of Man"); a heading may run
+# this many words past its limit to keep a name whole.
+_NAME_JOINERS = frozenset("of and de du la le von van der".split())
+_NAME_OVERRUN = 4
 
 
 def whole_phrase(heading: str) -> bool:
@@ -183,6 +187,35 @@ def _trim_dangling(words: list[str]) -> list[str]:
     while words and words[-1].lower().strip(",;:") in _DANGLING:
         words = words[:-1]
     return words
+
+
+def _capitalised(word: str) -> bool:
+    return word[:1].isupper() or word[:1].isdigit()
+
+
+def _inside_name(words: list[str], i: int) -> bool:
+    """A cut before words[i] would split a name: "Kessel Sea | Wind Farm", "Bank | of
+    England". The heading's first word is capitalised anyway, so it starts no name."""
+    if i < 2 or not _capitalised(words[i - 1]) or words[i - 1].endswith((",", ";", ":")):
+        return False
+    if _capitalised(words[i]):
+        return True
+    return words[i].lower() in _NAME_JOINERS and i + 1 < len(words) and _capitalised(words[i + 1])
+
+
+def _name_end(words: list[str], limit: int) -> int:
+    """Where to cut a heading of more than `limit` words that has no phrase boundary:
+    at `limit`, or at the end of a name running across it (a few words more), or before
+    the name when it runs on longer than that."""
+    end = limit
+    while end < len(words) and end < limit + _NAME_OVERRUN and _inside_name(words, end):
+        end += 1
+    if end < len(words) and _inside_name(words, end):
+        start = limit
+        while start > 2 and _inside_name(words, start):
+            start -= 1
+        return start
+    return end
 
 
 def short_heading(text: str, limit: int = HEADING_WORDS) -> str:
@@ -201,9 +234,10 @@ def short_heading(text: str, limit: int = HEADING_WORDS) -> str:
         return heading.strip(" ，、：；")
     words = heading.split()
     if len(words) > limit:
-        cuts = [i for i in range(2, limit + 1) if i < len(words)
+        cuts = [i for i in range(2, limit + 1) if i < len(words) and not _inside_name(words, i)
                 and (words[i].lower() in _PHRASE_STARTS or words[i - 1].endswith((",", ";", ":")))]
-        words = words[:cuts[-1]] if cuts else words[:limit]
+        # A boundary in the first half leaves too little of the part to say what it asks.
+        words = words[:cuts[-1]] if cuts and cuts[-1] >= limit // 2 else words[:_name_end(words, limit)]
     kept = _trim_dangling([w for w in words])
     if len(kept) < 2:  # nothing whole is left of it: the words as they were, not an empty heading
         kept = words

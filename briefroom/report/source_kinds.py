@@ -92,6 +92,9 @@ RULES: tuple[tuple[str, SourceKind, Literal["title", "text"], re.Pattern[str]], 
 # what it is; a phrase deep inside (a quote of a registry) does not.
 OPENING_CHARS = 600
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
+# A year named as a target or a forecast's horizon ("by 2029", "until 2030", "forecast for 2026").
+_YEAR_AHEAD = re.compile(r"\b(?:by|until|till|through|before|forecasts? for|outlook for|expected in|planned for)\s+"
+                         r"(?:the end of\s+)?((?:19|20)\d{2})(?!\d)", re.IGNORECASE)
 _ISO_DATE = re.compile(r"(?<!\d)((?:19|20)\d{2}-[01]\d-[0-3]\d)(?!\d)")
 
 
@@ -134,14 +137,16 @@ def classify(title: str, opening: str) -> tuple[SourceKind, str]:
 
 def source_date(title: str, opening: str) -> str | None:
     """An ISO date in the opening, else the year the title names, else the year the
-    opening names most often (ties: the latest)."""
+    opening names most often (ties: the latest), not counting the years it looks ahead
+    to: a news item "expects the market to pass 1 trillion by 2029" was not written in 2029."""
     iso = _ISO_DATE.search(opening)
     if iso:
         return iso.group(1)
     in_title = _YEAR.findall(title)
     if in_title:
         return max(in_title)
-    counts = Counter(_YEAR.findall(opening))
+    ahead = {m.group(1) for m in _YEAR_AHEAD.finditer(opening)}
+    counts = Counter(y for y in _YEAR.findall(opening) if y not in ahead)
     return max(counts, key=lambda y: (counts[y], y)) if counts else None
 
 

@@ -49,6 +49,7 @@ ANCHOR_WORDS = 2
 # whatever the draft; sentences past it are judged by the code checks alone.
 MAX_JUDGED = 16
 
+_YEAR_ONLY = re.compile(r"(?:19|20)\d{2}")
 _PERCENT_AFTER = re.compile(r"\s?(?:%|percent\b|per cent\b)", re.I)
 
 
@@ -169,6 +170,27 @@ def failures(claims: list[Claim], source_texts: dict[str, str], judge: Judge | N
             if 0 <= k < len(judged):
                 failed[judged[k]] = f"not supported by its sources: {why}"
     return failed
+
+
+def cited_where_held(claim: Claim, source_texts: dict[str, str]) -> Claim:
+    """A sentence with figures cites only the sources that give at least one of them: a
+    sentence about 680 billion that cites the brief saying 723 billion as well tells the
+    reader the brief says 680. Years do not count (both name 2026). A sentence without
+    figures, or whose figures no single source holds, keeps its citations."""
+    figures = {m.value: m.claimed for m in number_mentions(claim.text) if not _YEAR_ONLY.fullmatch(m.written)}
+    if len(claim.source_ids) < 2 or not figures:
+        return claim
+    holding = [sid for sid in claim.source_ids
+               if sid in source_texts and any(claimed & source_readings(source_texts[sid])
+                                               for claimed in figures.values())]
+    return claim.model_copy(update={"source_ids": holding}) if holding else claim
+
+
+def narrowed_citations(draft: WriterDraft, source_texts: dict[str, str]) -> WriterDraft:
+    """The draft with every sentence citing only where its figures are (`cited_where_held`)."""
+    changed = {n: narrowed for n, claim in enumerate(draft_sentences(draft))
+               if (narrowed := cited_where_held(claim, source_texts)) != claim}
+    return with_sentences(draft, changed) if changed else draft
 
 
 def draft_sentences(draft: WriterDraft) -> list[Claim]:

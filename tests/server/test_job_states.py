@@ -27,6 +27,8 @@ BRIEFROOM = str(Path(sys.executable).parent / "briefroom")
     ("   ", [], "the question is empty"),
     ("x" * 120_000, [], "at most 2,000"),
     (QUESTION, ["--model", "nosuchmodel"], "needs an endpoint"),
+    (QUESTION, ["--model", "test", "--report", "novel"], "--report must be brief, standard or detailed"),
+    (QUESTION, ["--model", "test", "--language", "fr"], "language"),
 ])
 def test_submit_refuses_what_research_refuses_and_queues_nothing(pg_url, small_corpus, tmp_path, monkeypatch,
                                                                  question, extra, message):
@@ -40,6 +42,24 @@ def test_submit_refuses_what_research_refuses_and_queues_nothing(pg_url, small_c
     assert research.exit_code != 0 and message in research.output, research.output
     assert submitted.exit_code != 0 and message in submitted.output, submitted.output
     assert jobs.list_jobs(pg_url) == []
+
+
+def test_submit_takes_the_report_options_research_takes_and_the_job_carries_them(pg_url, small_corpus, tmp_path):
+    import psycopg
+
+    submitted = CliRunner().invoke(app, ["submit", QUESTION, "--corpus", str(small_corpus), "--runs",
+                                         str(tmp_path / "j"), "--database-url", pg_url, "--model", "test",
+                                         "--report", "brief", "--words", "120", "--audience", "policy makers",
+                                         "--language", "en", "--json"])
+    assert submitted.exit_code == 0, submitted.output
+    job_id = json.loads(submitted.output)["job"]
+    with psycopg.connect(pg_url) as conn:
+        row = conn.execute("SELECT args FROM procrastinate_jobs WHERE id = %s", (job_id,)).fetchone()
+    assert row is not None
+    chosen = row[0]["settings"]
+    assert (chosen["report_kind"], chosen["words"], chosen["audience"], chosen["language"]) == \
+        ("brief", 120, "policy makers", "en")
+    jobs.cancel_job(pg_url, job_id)
 
 
 def bad_urls(pg_server) -> dict[str, str]:

@@ -33,6 +33,18 @@ def test_a_long_heading_is_cut_only_where_a_phrase_ends():
     assert heading == "Which offshore wind project commissioned"  # cut before "in", not inside its phrase
 
 
+@pytest.mark.parametrize(("part", "heading"), [
+    # no phrase boundary: the cut at ten words would fall inside the name, so the name stays whole
+    ("Compare annual ridership figures reported publicly last year across Caldermoor Metro Amber Line stations",
+     "Compare annual ridership figures reported publicly last year across Caldermoor Metro Amber Line"),
+    # "of" inside a name is no phrase boundary
+    ("What share of revenue did the Bank of England earn last year from its bond holdings",
+     "What share of revenue did the Bank of England earn"),
+])
+def test_a_heading_is_never_cut_inside_a_name(part, heading):
+    assert short_heading(part) == heading
+
+
 def source(sid: str, title: str, *sentences: str) -> SourceRecord:
     text = " ".join(sentences)
     return SourceRecord(source_id=sid, title=title, path=f"corpus/{sid}.md",

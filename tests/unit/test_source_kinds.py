@@ -47,6 +47,15 @@ def test_the_profile_names_its_rule_and_date_and_labels_in_both_languages():
     assert source_date("Review", "Published 2026-02-14. In 2025 ...") == "2026-02-14"
 
 
+def test_a_year_the_document_looks_ahead_to_is_not_its_date():
+    news = ("A research firm raised its forecast for 2026 public cloud spending to 680 billion USD. The firm's "
+            "previous forecast, issued in 2025, was 640 billion USD. It expects the market to pass 1 trillion USD "
+            "by 2029.")
+    assert source_date("Cloud spending forecast raised again", news) == "2025"
+    assert source_date("Plan", "Leakage of 15 percent by the end of 2029.") is None
+    assert source_date("Registry", "In 2024 it counted 910. By 2027 it expects 1,200.") == "2024"
+
+
 def test_every_rule_names_a_weighed_kind_and_authority_follows_the_issue_order():
     assert {kind for _, kind, _, _ in RULES} <= set(AUTHORITY)
     order = ["official", "industry_body", "analyst", "company", "news", "marketing", "opinion"]

@@ -1,7 +1,15 @@
 """The sentence verifier and the send-back-once-then-quote-or-drop flow."""
 
 from briefroom.records import Claim, DraftSection, WriterDraft
-from briefroom.report.verify import code_problems, failures, quote_of, restates, settle
+from briefroom.report.verify import (
+    cited_where_held,
+    code_problems,
+    failures,
+    narrowed_citations,
+    quote_of,
+    restates,
+    settle,
+)
 
 TEXTS = {
     "S1": "Installers put 1.84 million heat pumps into service across Europe in 2025. "
@@ -105,3 +113,19 @@ def test_a_clean_draft_is_not_sent_back():
 
     settled, repairs, sent_back = settle(draft(GOOD, GOOD), code_check, redraft, lambda c: quote_of(c, TEXTS))
     assert (sent_back, repairs) == (0, []) and settled == draft(GOOD, GOOD)
+
+
+def test_a_sentence_cites_only_the_sources_that_give_its_figures():
+    both = Claim(text="Manufacturers sold 2.61 million heat pumps into the European market in 2025.",
+                 source_ids=["S2", "S1"])
+    assert cited_where_held(both, TEXTS).source_ids == ["S2"]  # S1 names 2025, not 2.61 million
+    each = Claim(text="Installers put 1.84 million heat pumps into service while manufacturers sold 2.61 million.",
+                 source_ids=["S1", "S2"])
+    assert cited_where_held(each, TEXTS).source_ids == ["S1", "S2"]
+    no_figures = Claim(text="Installers and manufacturers count heat pumps differently.", source_ids=["S1", "S2"])
+    assert cited_where_held(no_figures, TEXTS).source_ids == ["S1", "S2"]
+    draft = WriterDraft(title="Heat pumps", short_answer=both, summary=[],
+                        sections=[DraftSection(heading="Sold", claims=[both, no_figures])])
+    narrowed = narrowed_citations(draft, TEXTS)
+    assert narrowed.short_answer.source_ids == ["S2"]
+    assert [c.source_ids for c in narrowed.sections[0].claims] == [["S2"], ["S1", "S2"]]
