@@ -25,8 +25,8 @@ MAX_ITEMS = 50  # folders, constraints or criteria in one run
 
 
 def _clean_question(question: str) -> str:
-    # run.py holds the question's checks (the library entry point applies them too);
-    # imported here, not at the top, because run.py takes seconds to import and the
+    # briefroom.run holds the question's checks (the library entry point applies them too);
+    # imported here, not at the top, because briefroom.run takes seconds to import and the
     # LangGraph server imports this module when it starts.
     from briefroom.run import clean_question
 

@@ -168,7 +168,7 @@ def recall_tool(reader: MemoryReader) -> Tool:
 
 def memory_reader(tools: Mapping[str, Any]) -> MemoryReader | None:
     """The run's reader, when memory is on: the function of its `recall_memory` tool,
-    which every run registers (`run.py`). None with memory off, and in a context
+    which every run registers (`run/compose.py`). None with memory off, and in a context
     without the tool (unit tests that build one by hand)."""
     reader = getattr(tools.get("recall_memory"), "run", None)
     return reader if isinstance(reader, MemoryReader) and reader.on else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
 from briefroom.protocol.extraction import content_words, number_mentions, numbers_in, relevance, stemmed_words
 from briefroom.records import Fact
@@ -356,6 +357,17 @@ def may_answer(text: str, part: str, question: str, title: str = "") -> bool:
                                                                                                   title)
 
 
+class _Scored(NamedTuple):
+    """A candidate sentence for a part: its relevance weighted by its source's authority
+    (what the lead is chosen by), as a sentence alone (what rivals are measured by), and
+    its place among the facts (the tie-break, so equal scores keep the facts' order)."""
+
+    weighted: float
+    relevance: float
+    order: int
+    fact: Fact
+
+
 def leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], used: set[str],
           authority: dict[str, float] | None = None) -> list[Fact]:
     """The verified sentences that answer a part best: the lead, then rivals.
@@ -365,40 +377,57 @@ def leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], u
     estimate of the same thing. Rivals are sentences of other sources, with other
     figures, that answer the part nearly as well *as sentences* (unweighted, so an
     estimate that answers the question head-on still stands beside the lead, labelled)."""
-    question = score.question
-    authority = authority or {}
-    scored = []
-    for n, f in enumerate(facts):
-        if f.text in used or not may_answer(f.text, part, question, titles.get(f.source_id, "")) \
-                or score.other_subject(f.text) or score.names_only(f.text, part):
-            continue
-        relevance_ = score(f.text, part) + (0.05 if f.confirmed_by else 0.0)
-        scored.append((relevance_ * authority.get(f.source_id, 1.0), relevance_, n, f))
-    scored = [t for t in scored if t[1] >= ANSWERS_PART]
+    scored = _answering(facts, part, score, titles, used, authority or {})
     if not scored:
         return []
     # the lead gives the measure asked for (installed, not sold); rivals may give another
-    leading = sorted((t for t in scored if answers_measure(t[3].text, part)), key=lambda t: (-t[0], t[2]))
-    forecasts = [t[1] for t in leading if projected(t[3].text)]
-    if forecasts and "forecast" not in measures_in(part) and any(
-            not projected(t[3].text) and whole_period(t[3].text, part)
-            and t[1] >= RIVAL_SHARE * max(forecasts) for t in leading):
-        # a forecast or an estimate never stands for a measured figure that answers as well,
-        # for the same period: the measured one leads (the other may still stand beside it
-        # as a rival). A quarter's actual does not answer for the year.
-        leading = [t for t in leading if not projected(t[3].text)]
+    leading = _measured_first(sorted((t for t in scored if answers_measure(t.fact.text, part)),
+                                     key=lambda t: (-t.weighted, t.order)), part)
     if not leading:
         return []
-    _, best_relevance, _, best = leading[0]
-    out = [best]
-    for _, value, _, fact in sorted((t for t in scored if t[3] is not best), key=lambda t: (-t[1], t[2])):
-        if len(out) >= MAX_LEADS or value < RIVAL_SHARE * best_relevance:
+    return [leading[0].fact, *_rivals(scored, leading[0], part)]
+
+
+def _answering(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], used: set[str],
+               authority: dict[str, float]) -> list[_Scored]:
+    """The facts not yet used that may answer the part and score as an answer must
+    (`ANSWERS_PART`), in the facts' order."""
+    scored = []
+    for n, f in enumerate(facts):
+        if f.text in used or not may_answer(f.text, part, score.question, titles.get(f.source_id, "")) \
+                or score.other_subject(f.text) or score.names_only(f.text, part):
+            continue
+        relevance_ = score(f.text, part) + (0.05 if f.confirmed_by else 0.0)
+        scored.append(_Scored(relevance_ * authority.get(f.source_id, 1.0), relevance_, n, f))
+    return [t for t in scored if t.relevance >= ANSWERS_PART]
+
+
+def _measured_first(leading: list[_Scored], part: str) -> list[_Scored]:
+    """A forecast or an estimate never stands for a measured figure that answers as well,
+    for the same period: then the measured ones lead (the others may still stand beside
+    the lead as rivals). A quarter's actual does not answer for the year."""
+    forecasts = [t.relevance for t in leading if projected(t.fact.text)]
+    if not forecasts or "forecast" in measures_in(part):
+        return leading
+    measured_as_well = any(not projected(t.fact.text) and whole_period(t.fact.text, part)
+                           and t.relevance >= RIVAL_SHARE * max(forecasts) for t in leading)
+    return [t for t in leading if not projected(t.fact.text)] if measured_as_well else leading
+
+
+def _rivals(scored: list[_Scored], lead: _Scored, part: str) -> list[Fact]:
+    """Sentences of other sources than those chosen, with figures the lead does not give,
+    answering the part nearly as well as the lead (`RIVAL_SHARE`), best first; at most
+    `MAX_LEADS` with the lead."""
+    out = [lead.fact]
+    for candidate in sorted((t for t in scored if t.fact is not lead.fact), key=lambda t: (-t.relevance, t.order)):
+        if len(out) >= MAX_LEADS or candidate.relevance < RIVAL_SHARE * lead.relevance:
             break
+        fact = candidate.fact
         if gives_only_differences(fact.text) and not _ASKS_CHANGE.search(part):
             continue  # a difference is no rival to a level
-        if fact.source_id not in {f.source_id for f in out} and figures(fact.text) - figures(best.text):
+        if fact.source_id not in {f.source_id for f in out} and figures(fact.text) - figures(lead.fact.text):
             out.append(fact)
-    return out
+    return out[1:]
 
 
 def figures(text: str) -> set[str]:

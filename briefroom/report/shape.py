@@ -18,6 +18,7 @@ be able to trust whatever model wrote it:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from briefroom.protocol.extraction import content_words, is_cjk
 from briefroom.records import MAX_SECTIONS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
@@ -25,7 +26,7 @@ from briefroom.report.checks import REPORT_WORDS
 from briefroom.report.language import LABELS, short_heading, whole_phrase
 from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, figures, is_title, leads, may_answer
 from briefroom.report.source_kinds import SourceProfile
-from briefroom.report.spec import ReportSpec
+from briefroom.report.spec import ReportShape, ReportSpec
 
 # Words a model's heading may consist of and still say nothing of its part ("Findings,
 # part 2"): such a heading gives way to the part's own words.
@@ -148,55 +149,26 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
     sentences of retrieved sources, the candidates code may quote; `accept_sentence`
     filters the model's sentences once more (None: all stay)."""
     lab = LABELS[language]
-    shape = spec.shape
     # a question of more parts than a report has sections: the report names those it leaves out
     omitted = [short_heading(p) for p in parts[MAX_SECTIONS:]]
     parts = parts[:MAX_SECTIONS] if parts else [question]
     facts = dedupe(facts)
-    titles = {sid: r.title for sid, r in sources.items()}
-    authority = {sid: p.authority for sid, p in profiles.items()}
     label = Labeller(sources, profiles, language)
     model_claims = [c for s in draft.sections for c in s.claims]
     score = Scorer(question, parts, [f.text for f in facts] + [c.text for c in model_claims], embed)
-    title = draft.title.strip() if is_title(draft.title) and whole_phrase(draft.title) else short_heading(question, 14)
-    if len(title.strip()) < 3:  # a question of a word or two ("0"): the report still needs a title
-        title = f"{lab['findings']}: {question.strip()}"[:120]
-    used: set[str] = set()
-    said: set[str] = set()
+    title = _title(draft.title, question, lab)
+    writer = _PartWriter(facts, score, label, titles={sid: r.title for sid, r in sources.items()},
+                         authority={sid: p.authority for sid, p in profiles.items()}, shape=spec.shape,
+                         accept_sentence=accept_sentence)
     sections: list[DraftSection] = []
     not_said: list[str] = []
     first_lead: Fact | None = None
     grouped = sections_by_part(draft, len(parts))
     placed = place_sentences(grouped, parts, score)
     for n, (part, mine) in enumerate(zip(parts, grouped)):
-        # the model's sentences stay where it put them, unless they are about another subject
-        # than the one asked ("Contractors installed 3.48 million … across North America")
-        prose = [c for c in placed[n] if c.text.strip() and not score.other_subject(c.text)
-                 and c.text.strip() not in said and (accept_sentence is None or accept_sentence(c))]
-        found = leads(facts, part, score, titles, used, authority)
-        if not found and not any(answers(c, part, score) for c in prose):
-            # Nothing verified answers the part and the model's sentences do not either: they
-            # are about something else (a figure of another year or subject), and the part
-            # is "not said", which the Writer then asks the Searcher about.
-            prose = []
+        found, claims = writer.claims_of(part, placed[n])
         if n == 0 and found:
             first_lead = found[0]
-        claims: list[Claim] = []
-        if found and not _says_figures_of(prose, found[0]):
-            claims.append(quote(found[0]))  # the authoritative figure first, when the prose lacks it
-        claims += [label.labelled(c) for c in prose[:shape.sentences_per_section]]
-        if not claims and found:
-            claims.append(quote(found[0]))
-        rivals = [f for f in found[1:1 + shape.rivals] if not _says_figures_of(claims, f)]
-        if rivals:
-            if not any(c.attribution for c in claims):
-                lead = found[0]
-                claims = [label.labelled(quote(lead), rival=True) if c.text == f"“{lead.text}”" else c
-                          for c in claims]
-            claims += [label.labelled(quote(f), rival=True) for f in rivals]
-        used.update(f.text for f in found)
-        claims = [c for c in claims if c.text.strip() not in said]  # said once, in the first part it answers
-        said.update(c.text.strip() for c in claims)
         if not claims:
             not_said.append(lab["not_said_part"].format(part=short_heading(part)))
             claims = [Claim.model_construct(text=lab["not_said"], source_ids=[], attribution=None)]
@@ -204,13 +176,85 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
         heading = heading_of([s.heading for s in mine], part, question, lab["findings"], taken)
         sections.append(DraftSection.model_construct(heading=heading, claims=claims, part=n + 1))
     short = _short_answer(draft.short_answer, first_lead, sections, profiles, label, lab)
-    summary = _summary(draft.summary, short, sections, shape.summary_sentences, label, title)
+    summary = _summary(draft.summary, short, sections, spec.shape.summary_sentences, label, title)
     fixed = word_count(short.text) + sum(word_count(c.text) for c in summary)
     sections = _within_words(sections, fixed, spec.target_words)
     cited = {sid for s in [short, *summary, *(c for sec in sections for c in sec.claims)] for sid in s.source_ids}
     return ReportDraft.model_construct(
         title=title, short_answer=short, summary=summary, sections=sections, key_figures=[], omitted=omitted,
         not_said=not_said, source_labels={sid: profiles[sid].label(language) for sid in cited if sid in profiles})
+
+
+def _title(model_title: str, question: str, lab: dict[str, str]) -> str:
+    """The model's title when it is one (a whole phrase naming a subject), else the
+    question's own words, shortened."""
+    title = model_title.strip() if is_title(model_title) and whole_phrase(model_title) else short_heading(question, 14)
+    if len(title.strip()) < 3:  # a question of a word or two ("0"): the report still needs a title
+        title = f"{lab['findings']}: {question.strip()}"[:120]
+    return title
+
+
+@dataclass
+class _PartWriter:
+    """The claims of each part's section, written part by part in the question's order.
+    It remembers which facts already led a part (`used`) and which sentences were already
+    said (`said`), so a later part neither quotes the same lead nor says a sentence twice."""
+
+    facts: list[Fact]
+    score: Scorer
+    label: Labeller
+    titles: dict[str, str]
+    authority: dict[str, float]
+    shape: ReportShape
+    accept_sentence: Callable[[Claim], bool] | None
+    used: set[str] = field(default_factory=set)
+    said: set[str] = field(default_factory=set)
+
+    def claims_of(self, part: str, placed: list[Claim]) -> tuple[list[Fact], list[Claim]]:
+        """The part's leads (`outline.leads`) and its claims, without those an earlier part
+        said; no claims: nothing answers the part."""
+        prose = self._prose(placed)
+        found = leads(self.facts, part, self.score, self.titles, self.used, self.authority)
+        if not found and not any(answers(c, part, self.score) for c in prose):
+            # Nothing verified answers the part and the model's sentences do not either: they
+            # are about something else (a figure of another year or subject), and the part
+            # is "not said", which the Writer then asks the Searcher about.
+            prose = []
+        claims = self._with_rivals(self._lead_and_prose(prose, found), found)
+        self.used.update(f.text for f in found)
+        claims = [c for c in claims if c.text.strip() not in self.said]  # said once, in the first part it answers
+        self.said.update(c.text.strip() for c in claims)
+        return found, claims
+
+    def _prose(self, placed: list[Claim]) -> list[Claim]:
+        """The model's sentences stay where it put them, unless they are about another
+        subject than the one asked ("Contractors installed 3.48 million … across North
+        America"), were said already, or `accept_sentence` refuses them."""
+        return [c for c in placed if c.text.strip() and not self.score.other_subject(c.text)
+                and c.text.strip() not in self.said and (self.accept_sentence is None or self.accept_sentence(c))]
+
+    def _lead_and_prose(self, prose: list[Claim], found: list[Fact]) -> list[Claim]:
+        """The model's sentences, after the authoritative figure when the prose lacks it;
+        the lead alone when there are none."""
+        claims: list[Claim] = []
+        if found and not _says_figures_of(prose, found[0]):
+            claims.append(quote(found[0]))
+        claims += [self.label.labelled(c) for c in prose[:self.shape.sentences_per_section]]
+        if not claims and found:
+            claims.append(quote(found[0]))
+        return claims
+
+    def _with_rivals(self, claims: list[Claim], found: list[Fact]) -> list[Claim]:
+        """Rival figures the claims do not give yet, each with who gives it; beside them
+        the quoted lead says who gives it too, unless a claim already names its source."""
+        rivals = [f for f in found[1:1 + self.shape.rivals] if not _says_figures_of(claims, f)]
+        if not rivals:
+            return claims
+        if not any(c.attribution for c in claims):
+            lead = found[0]
+            claims = [self.label.labelled(quote(lead), rival=True) if c.text == f"“{lead.text}”" else c
+                      for c in claims]
+        return claims + [self.label.labelled(quote(f), rival=True) for f in rivals]
 
 
 def _short_answer(model: Claim, lead: Fact | None, sections: list[DraftSection],

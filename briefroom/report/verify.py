@@ -188,8 +188,8 @@ def cited_where_held(claim: Claim, source_texts: dict[str, str]) -> Claim:
 
 def narrowed_citations(draft: WriterDraft, source_texts: dict[str, str]) -> WriterDraft:
     """The draft with every sentence citing only where its figures are (`cited_where_held`)."""
-    changed = {n: narrowed for n, claim in enumerate(draft_sentences(draft))
-               if (narrowed := cited_where_held(claim, source_texts)) != claim}
+    changed: dict[int, Claim | None] = {n: narrowed for n, claim in enumerate(draft_sentences(draft))
+                                        if (narrowed := cited_where_held(claim, source_texts)) != claim}
     return with_sentences(draft, changed) if changed else draft
 
 

@@ -5,7 +5,7 @@ server calls whenever it needs the graph. What it returns is a small graph with 
 node, `research`, whose input is the run's question and corpus and whose context
 (`ServeContext`, sent by the client as the run's `context`) says which model and budget
 to use, or which served run to `resume`. The node checks both, then hands the run to
-run.py's `execute_run`, which builds and finishes every run: a served run has what a
+briefroom.run's `execute_run`, which builds and finishes every run: a served run has what a
 `briefroom research` run has (run directory, long-term memory, checkpoints on its own
 thread) and can be resumed like one. The server cannot pass a `RunContext` itself (a
 run's context arrives as JSON), and a `RunContext` holds live objects (index, model
@@ -382,7 +382,7 @@ def _review(state: ServeState) -> Command:
 
 
 def _research(run: CheckedRun | CheckedResume, policy: ServePolicy) -> ServeState:
-    """The run, built and finished by run.py's composition root as every run is: its
+    """The run, built and finished by briefroom.run's composition root as every run is: its
     checkpoints in its run directory (or the database), long-term memory read at the
     start and written through the gates at the end."""
     # Imported here: the server loads this module at start, and these take seconds.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from briefroom import run as run_module
+import briefroom.run.compose as run_compose  # where the run's tools are composed
 from briefroom.agents.tool_loop import broken_tools, tool_broke
 from briefroom.cli import app
 from briefroom.config import Settings
@@ -80,8 +80,8 @@ def test_a_run_whose_search_always_crashes_stops_with_the_tools_error(small_corp
 
 
 def test_the_cli_says_which_tool_broke_in_one_line_and_exits_1(small_corpus, data_dir, tmp_path, monkeypatch):
-    real = run_module.corpus_tools
-    monkeypatch.setattr(run_module, "corpus_tools",
+    real = run_compose.corpus_tools
+    monkeypatch.setattr(run_compose, "corpus_tools",
                         lambda index: {**real(index), "local_search": failing("local_search", ImportError(
                             "No module named 'lxml_html_clean'"))})
     result = runner.invoke(app, ["research", QUESTION, "--corpus", str(small_corpus), "--model", "test",

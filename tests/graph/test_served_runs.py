@@ -1,4 +1,4 @@
-"""Served runs are runs like any other: built and finished by run.py's composition root,
+"""Served runs are runs like any other: built and finished by briefroom.run's composition root,
 they read and write long-term memory, checkpoint on their own thread and resume, from
 the server (`context={"resume": <run>}`) or with `briefroom resume`; a client streaming with
 subgraphs sees every role's update under the served node's namespace.
