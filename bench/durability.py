@@ -37,7 +37,7 @@ from briefroom.agents.base import Role
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import MsgType
 
-NAME, OTHER, ORDER = {name!r}, {other!r}, {order}
+NAME, OTHER = {name!r}, {other!r}
 
 
 def step(turn):
@@ -49,15 +49,15 @@ def step(turn):
 
 ROLE = Role(name=NAME, prompt=Path(__file__).with_name("relay.md"),
             subscriptions=(Subscription(msg_type=MsgType.CONCLUSION, senders=(OTHER, "searcher")),),
-            publications=(MsgType.CONCLUSION,), step=step, order=ORDER)
+            publications=(MsgType.CONCLUSION,), step=step)
 '''
 
 
 def relay_roles(folder: Path) -> Path:
     """A roles folder with the two relay roles (ping, pong)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "ping.py").write_text(RELAY.format(name="ping", other="pong", order=90))
-    (folder / "pong.py").write_text(RELAY.format(name="pong", other="ping", order=95))
+    (folder / "ping.py").write_text(RELAY.format(name="ping", other="pong"))
+    (folder / "pong.py").write_text(RELAY.format(name="pong", other="ping"))
     (folder / "relay.md").write_text("You add findings.\n{{data_notice}}\n")
     return folder
 

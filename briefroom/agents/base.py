@@ -26,10 +26,11 @@ from briefroom.errors import ContractError
 from briefroom.protocol.budget import input_budget
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority, make_message
-from briefroom.protocol.payloads import TASK_FIELDS, AnyPayload, Instruction
+from briefroom.protocol.payloads import TASK_FIELDS, AnyPayload, Conclusion, Instruction
 from briefroom.protocol.prompt_assembly import BuiltPrompt, Item, mark_data
 from briefroom.protocol.tools import ToolOutcome
-from briefroom.records import Charter, Fact, SourceRecord, Worktable
+from briefroom.records import Charter, Claim, Fact, SourceRecord, Worktable
+from briefroom.report.checks import claim_problems, restates
 from briefroom.review import Answer, ClarifyRequest, Pause, PlanReviewRequest, ask_user
 from briefroom.state.schema import AgentState
 
@@ -43,15 +44,24 @@ class Role:
     """Everything the registry, the bus and the graph need to know about a role."""
 
     name: str
-    prompt: str | Path  # shipped prompt file name, or an absolute path for plugin roles
     subscriptions: tuple[Subscription, ...]
     publications: tuple[MsgType, ...]
     step: Callable[["Turn"], None]
+    # Shipped prompt file name, or an absolute path for plugin roles; a role whose step
+    # never asks a model (a rewrite in code) needs none.
+    prompt: str | Path | None = None
     tools: tuple[str, ...] = ()
     # Tools the role uses when the run has them (the web tools, with --web), and does
     # without otherwise; a missing `tools` entry is an error.
     optional_tools: tuple[str, ...] = ()
-    order: int = 100  # who speaks first when several roles have unread messages
+    # Speaking order, by declaration: this role speaks after the role holding each named
+    # capability ("search") and after every other role publishing each named message type
+    # ("conclusion"); `before` likewise, before the capability's holder and before every
+    # other role subscribing to the type. A guard is placed after the publishers of what
+    # it guards and before its subscribers without saying so. What no declaration orders
+    # keeps the order the roles were found in (`registry.speaking_order`).
+    after: tuple[str, ...] = ()
+    before: tuple[str, ...] = ()
     budget_tokens: int = 6000  # input budget; capped by the model's window
     description: str = ""
     # What the role does once the run is finishing (85% of --max-tokens used):
@@ -65,7 +75,10 @@ class Role:
     # name a capability, never a role, so a role can be replaced without editing others.
     capabilities: tuple[str, ...] = ()
     # Message types this role must pass before their subscribers see them (see
-    # `Turn.forward`): a checker placed between two roles by declaration alone.
+    # `Turn.forward` and `Turn.restate`): a checker placed between two roles by
+    # declaration alone. Several roles may guard one type: a message passes them in
+    # speaking order, each seeing what the one before it passed on. While the run is
+    # finishing, a guard still passes on what it holds, so nothing it held is lost.
     guards: tuple[MsgType, ...] = ()
     # Fields of a task envelope (an instruction's payload) this role needs: it gets only
     # these from `Turn.task` and in its prompt (see `protocol.payloads.TASK_FIELDS`).
@@ -77,6 +90,13 @@ class Role:
     def __post_init__(self) -> None:
         if self.finishing_duty not in (None, "draft", "check"):
             raise ValueError(f"role {self.name!r}: finishing_duty must be 'draft', 'check' or None")
+        for field_name in ("after", "before"):
+            entries = getattr(self, field_name)
+            if any(not isinstance(e, str) or not e for e in entries):
+                raise ValueError(f"role {self.name!r}: {field_name}= names capabilities or message types, "
+                                 f"not {entries!r}")
+            # a message type is kept by its value, the name the registry orders by
+            object.__setattr__(self, field_name, tuple(e.value if isinstance(e, MsgType) else e for e in entries))
         unknown = set(self.task_fields) - set(TASK_FIELDS)
         if unknown:
             raise ValueError(f"role {self.name!r}: unknown task field(s) {sorted(unknown)}; "
@@ -227,17 +247,60 @@ class Turn:
 
     def forward(self, message: AgentMessage) -> AgentMessage:
         """Pass on a message this role guards, unchanged, to the subscribers it was held
-        from. A forwarded message that supersedes an older one supersedes this role's
-        forwarded copy of it, so receivers still see only the latest."""
-        copies = {m.body.payload.model_dump_json() + m.body.content: m for m in self.own_messages()}
-        older = next((m for m in self.state.get("archive", []) + self.state.get("whiteboard", [])
-                      if m.msg_id == message.header.supersedes), None)
-        replaced = copies.get(older.body.payload.model_dump_json() + older.body.content) if older else None
+        from. A forwarded message that supersedes an older one supersedes what this role
+        passed on in place of that one, so receivers still see only the latest."""
+        replaced = self._passed_on_for(message.header.supersedes)
         return self._post(self._message(
             message.header.msg_type, message.body.content, receiver=message.header.receiver,
             references=message.body.references, payload=message.body.payload, relation=message.header.relation,
             supersedes=replaced.msg_id if replaced else None, ttl_rounds=message.metadata.ttl_rounds,
             priority=message.metadata.priority, archive_policy=message.metadata.archive_policy))
+
+    def restate(self, message: AgentMessage, content: str) -> AgentMessage | None:
+        """Pass on a conclusion this role guards in other words: the same citations, the
+        same payload, and a header that supersedes the original (or what this role passed
+        on in place of the older message the original supersedes, so receivers see only
+        the latest). The restatement must pass the code checks a conclusion is held to
+        (`report.checks.claim_problems`: its figures in the sources it cites, its words in
+        one of their sentences); one that does not is not published and None is returned.
+
+        The payload's `verbatim_fact` no longer holds (code did not copy this text); the
+        facts the original stated become `restates`, which the Critic confirms by their
+        figures in any spelling (`report.checks.restates`). A fact whose figures the new
+        text does not say makes the restatement refused."""
+        content = " ".join(content.split())
+        payload = message.payload_as(Conclusion)
+        references = message.body.references
+        if not references or claim_problems(Claim(text=content, source_ids=list(references)), self.source_texts()):
+            return None
+        facts = {f.fact_id: f for f in self.all_facts() if f.source_id in references}
+        stated = [fid for fid, f in facts.items()
+                  if f.text in message.body.content or fid == payload.verbatim_fact or fid in payload.restates]
+        if not all(restates(content, facts[fid].text) for fid in stated):
+            return None
+        replaced = self._passed_on_for(message.header.supersedes)
+        return self._post(self._message(
+            message.header.msg_type, content, receiver=message.header.receiver, references=references,
+            payload=payload.model_copy(update={"verbatim_fact": None, "restates": tuple(stated)}),
+            relation=message.header.relation, supersedes=replaced.msg_id if replaced else message.msg_id,
+            ttl_rounds=message.metadata.ttl_rounds, priority=message.metadata.priority,
+            archive_policy=message.metadata.archive_policy))
+
+    def _passed_on_for(self, older_id: str | None) -> AgentMessage | None:
+        """What this role passed on in place of the message `older_id`: its unchanged copy,
+        or its restatement (which supersedes it)."""
+        if older_id is None:
+            return None
+        own = self.own_messages()
+        restated = [m for m in own if m.header.supersedes == older_id]
+        if restated:
+            return restated[-1]
+        older = next((m for m in self.state.get("archive", []) + self.state.get("whiteboard", [])
+                      if m.msg_id == older_id), None)
+        if older is None:
+            return None
+        copies = {m.body.payload.model_dump_json() + m.body.content: m for m in own}
+        return copies.get(older.body.payload.model_dump_json() + older.body.content)
 
     def _message(self, msg_type: MsgType, content: str, **fields: Any) -> AgentMessage:
         """A message from this role, numbered next in its block (see `_seq_base`)."""

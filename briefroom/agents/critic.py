@@ -23,6 +23,7 @@ from briefroom.report.checks import (
     draft_problems,
     markdown_problems,
     repair_draft,
+    restates,
 )
 from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, charter_language, criterion
@@ -82,6 +83,17 @@ def _memory_backing(turn: Turn, message: AgentMessage, texts: dict[str, str]) ->
     return None
 
 
+def states(message: AgentMessage, fact: Fact) -> bool:
+    """A conclusion states a fact when it holds the fact's sentence, or when it names the
+    fact as one it restates (`Conclusion.restates`: a role spelled its figures another
+    way) and code finds the same figures and words in it."""
+    if fact.text in message.body.content:
+        return True
+    payload = message.body.payload
+    return (isinstance(payload, Conclusion) and fact.fact_id in payload.restates
+            and restates(message.body.content, fact.text))
+
+
 def review_conclusions(turn: Turn, conclusions: list[AgentMessage]) -> None:
     texts = turn.source_texts()
     rejected: dict[str, str] = {}
@@ -130,7 +142,7 @@ def review_conclusions(turn: Turn, conclusions: list[AgentMessage]) -> None:
     confirmed = list(from_memory.values())
     for message in accepted:
         for fact in turn.all_facts():
-            if fact.source_id in message.body.references and fact.text in message.body.content:
+            if fact.source_id in message.body.references and states(message, fact):
                 confirmed.append(fact.model_copy(update={"confirmed_by": (message.header.sender, turn.role.name)}))
     if confirmed:
         turn.extra["facts"] = confirmed  # merge_facts adds the confirmations
@@ -231,7 +243,7 @@ ROLE = Role(
     capabilities=("check",),
     publications=(MsgType.CRITIQUE,),
     step=step,
-    order=30,
+    after=("search",),
     finishing_duty="check",
     budget_tokens=4000,
     description="verifies conclusions and reports",

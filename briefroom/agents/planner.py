@@ -275,7 +275,6 @@ ROLE = Role(
     capabilities=("plan",),
     publications=(MsgType.INSTRUCTION,),
     step=step,
-    order=10,
     reads_memory=True,
     budget_tokens=3000,
     description="splits the goal into search questions",

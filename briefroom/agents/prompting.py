@@ -13,6 +13,7 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING
 
+from briefroom.errors import ConfigError
 from briefroom.prompts import load_template, render
 from briefroom.protocol.extraction import content_words, relevance, sentences
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
@@ -58,6 +59,8 @@ def render_charter(charter) -> str:
 
 def stable_sections(turn: "Turn", schema: dict | None, tools: list[dict] | None) -> list[Section]:
     """Role, charter, tools, output format: identical bytes on every call of a role."""
+    if turn.role.prompt is None:
+        raise ConfigError(f"role {turn.role.name!r} asked a model but declares no prompt file (Role.prompt)")
     instructions = render(load_template(turn.role.prompt), data_notice=DATA_NOTICE)
     stable = [Section("role", "## Role", [Item("role", instructions, Priority.P0)]),
               Section("charter", "## Charter", [Item("charter", render_charter(turn.charter), Priority.P0)])]

@@ -17,6 +17,7 @@ from pathlib import Path
 from briefroom.agents.base import Role
 from briefroom.errors import ConfigError
 from briefroom.protocol.bus import Bus
+from briefroom.protocol.messages import MsgType
 
 _NOT_ROLES = {"base", "registry", "run_context", "model_calls", "prompting", "structured", "tool_loop"}
 
@@ -56,7 +57,7 @@ def load_role_file(path: Path) -> Role:
 
 
 def discover(roles_dirs: list[Path] | None = None, *, entry_point_group: str = "briefroom.roles") -> list[Role]:
-    """All roles, sorted by speaking order; a later definition of a name replaces an earlier one."""
+    """All roles, in speaking order; a later definition of a name replaces an earlier one."""
     found = {r.name: r for r in builtin_roles()}
     for ep in entry_points(group=entry_point_group):
         role = ep.load()
@@ -68,9 +69,56 @@ def discover(roles_dirs: list[Path] | None = None, *, entry_point_group: str = "
         for path in sorted(directory.glob("*.py")):
             role = load_role_file(path)
             found[role.name] = role
-    return sorted(found.values(), key=lambda r: (r.order, r.name))
+    return speaking_order(list(found.values()))
+
+
+def speaking_order(roles: list[Role]) -> list[Role]:
+    """`roles` in the order they speak, derived from what they declare (`Role.after`,
+    `Role.before`, `Role.guards`): each role comes after every role it must follow. Of
+    the roles free to go next, the one found first goes (built-in roles, then entry
+    points, then role files), so a role declaring nothing speaks after the built-in team.
+    Declarations that contradict each other fail, naming the roles."""
+    types = {t.value for t in MsgType}
+    holders = {capability: r.name for r in roles for capability in r.capabilities}
+    publishers = {t: [r.name for r in roles if t in r.publications] for t in MsgType}
+    readers = {t: [r.name for r in roles if any(s.msg_type is t for s in r.subscriptions)] for t in MsgType}
+    guards = {t: {r.name for r in roles if t in r.guards} for t in MsgType}
+    first: dict[str, set[str]] = {r.name: set() for r in roles}  # role -> roles that speak before it
+
+    def named(entry: str, who: dict[MsgType, list[str]]) -> list[str]:
+        if entry in types:
+            return who[MsgType(entry)]
+        return [holders[entry]] if entry in holders else []  # a capability this team lacks: nothing to order
+
+    for role in roles:
+        for entry in role.after:
+            first[role.name].update(n for n in named(entry, publishers) if n != role.name)
+        for entry in role.before:
+            for later in named(entry, readers):
+                if later != role.name:
+                    first[later].add(role.name)
+        for guarded in role.guards:  # between what it guards and who reads it, other guards aside
+            first[role.name].update(n for n in publishers[guarded] if n not in guards[guarded])
+            for later in readers[guarded]:
+                if later not in guards[guarded]:
+                    first[later].add(role.name)
+    placed: list[Role] = []
+    done: set[str] = set()
+    waiting = list(roles)
+    while waiting:
+        ready = next((r for r in waiting if first[r.name] <= done), None)
+        if ready is None:
+            stuck = ", ".join(f"{r.name} (after {', '.join(sorted(first[r.name] - done))})" for r in waiting)
+            raise ConfigError(f"the roles' speaking order contradicts itself: {stuck}; "
+                              "check their after=, before= and guards=")
+        placed.append(ready)
+        done.add(ready.name)
+        waiting.remove(ready)
+    return placed
 
 
 def bus_for(roles: list[Role]) -> Bus:
+    """The bus for a team given in speaking order: several guards of one type pass a
+    message on in that order."""
     return Bus({r.name: r.subscriptions for r in roles}, {r.name: r.publications for r in roles},
                capabilities={r.name: r.capabilities for r in roles}, guards={r.name: r.guards for r in roles})

@@ -169,6 +169,8 @@ class RoleListing(BaseModel):
     subscribes: list[str]
     capabilities: list[str]
     guards: list[str]
+    after: list[str]
+    before: list[str]
 
 
 
@@ -181,13 +183,14 @@ def roles(roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="fol
         found = discover(list(roles_dir))
     except BriefroomError as exc:
         raise _fail(str(exc)) from None
-    rows = [RoleListing(order=r.order, name=r.name, description=r.description,
+    rows = [RoleListing(order=n, name=r.name, description=r.description,
                         tools=[*r.tools, *(f"{t} (optional)" for t in r.optional_tools)],
                         budget_tokens=r.budget_tokens, finishing_duty=r.finishing_duty,
                         publishes=[t.value for t in r.publications],
                         subscribes=[s.msg_type.value + (f" from {'/'.join(s.senders)}" if s.senders else "")
                                     for s in r.subscriptions],
-                        capabilities=list(r.capabilities), guards=[t.value for t in r.guards]) for r in found]
+                        capabilities=list(r.capabilities), guards=[t.value for t in r.guards],
+                        after=list(r.after), before=list(r.before)) for n, r in enumerate(found, start=1)]
     if as_json:
         stdout.print_json(json.dumps([row.model_dump(mode="json") for row in rows]))
         return
@@ -197,4 +200,6 @@ def roles(roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="fol
                      f"tools: {', '.join(row.tools) or '-'}; budget: {row.budget_tokens} tokens"
                      + (f"; answers to: {', '.join(row.capabilities)}" if row.capabilities else "")
                      + (f"; guards: {', '.join(row.guards)}" if row.guards else "")
+                     + (f"; after: {', '.join(row.after)}" if row.after else "")
+                     + (f"; before: {', '.join(row.before)}" if row.before else "")
                      + (f"; when finishing: {row.finishing_duty}" if row.finishing_duty else ""))

@@ -31,7 +31,7 @@ from briefroom.report.checks import claim_problems, closest_fact, readings_in, s
 from briefroom.state.schema import AgentState
 
 SUMMARIZER = Role(name="summarizer", prompt="summarizer.md", subscriptions=(), publications=(),
-                  step=lambda turn: None, order=10_000, budget_tokens=4000,
+                  step=lambda turn: None, budget_tokens=4000,
                   description="summarises each finished round")
 
 MAX_OPEN_QUESTIONS = 6

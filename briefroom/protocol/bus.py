@@ -11,7 +11,9 @@ Senders never name another role. They address a *capability* ("plan", "search",
 A role may also *guard* a message type: every message of that type then goes to the
 guard alone, and its subscribers see only what the guard forwards. That is how a
 role changes the flow (a fact-checker between the Searcher and the Writer) without
-any other role knowing it exists.
+any other role knowing it exists. Several roles may guard one type: a message then
+passes them in the order the guards were given (the team's speaking order), each
+receiving what the one before it passed on, and the subscribers what the last did.
 """
 
 from __future__ import annotations
@@ -137,7 +139,11 @@ class Bus:
         self._subscriptions = {role: tuple(subs) for role, subs in subscriptions.items()}
         self._publications = {role: frozenset(types) for role, types in publications.items()}
         self._holders = _one_role_each(capabilities or {}, "capability")  # capability -> its role
-        self._guards = _one_role_each(guards or {}, "guard of")  # message type -> the role that passes it first
+        # message type -> the roles it passes, in order (the order `guards` lists them)
+        self._guards: dict[MsgType, tuple[str, ...]] = {}
+        for role, types in (guards or {}).items():
+            for msg_type in types:
+                self._guards[msg_type] = (*self._guards.get(msg_type, ()), role)
         # Messages are immutable and the table fixed for a run: route each message once,
         # and remember which ids have been superseded by a routed message.
         self._routes: dict[str, tuple[str, ...]] = {}
@@ -166,7 +172,13 @@ class Bus:
 
     def guard_of(self, msg_type: MsgType) -> str | None:
         """The role every message of this type must pass first, if any."""
-        return self._guards.get(msg_type)
+        chain = self._guards.get(msg_type)
+        return chain[0] if chain else None
+
+    def guards_of(self, msg_type: MsgType) -> tuple[str, ...]:
+        """The roles every message of this type passes, in order (none: it goes straight
+        to its subscribers)."""
+        return self._guards.get(msg_type, ())
 
     def recipients(self, message: AgentMessage) -> tuple[str, ...]:
         """Roles this message is routed to (never its sender)."""
@@ -188,13 +200,15 @@ class Bus:
         return cached
 
     def _route(self, message: AgentMessage) -> tuple[str, ...]:
-        guard = self._guards.get(message.header.msg_type)
-        if guard is not None and message.header.sender != guard:
-            return (guard,)  # held until the guard forwards it
+        chain = self._guards.get(message.header.msg_type, ())
+        sender = message.header.sender
+        if chain and sender != chain[-1]:
+            # held by the next guard: the first one, or the one after the guard that sent it
+            return (chain[chain.index(sender) + 1 if sender in chain else 0],)
         receiver = message.header.receiver
         out = []
         for role, subs in self._subscriptions.items():
-            if role == message.header.sender:
+            if role == sender or role in chain:  # a guard has had its turn with this message
                 continue
             if receiver not in (BROADCAST, role):
                 continue

@@ -64,6 +64,12 @@ class Conclusion(PayloadModel):
     subject: str | None = Field(default=None, description="normalised subject key; a newer finding on the "
                                                           "same subject supersedes the older one")
     verbatim_fact: str | None = Field(default=None, description="fact id, when the text was copied by code")
+    # Written only when it names something: most conclusions restate nothing, and their
+    # records (run log, checkpoints) need not carry an empty list.
+    restates: tuple[str, ...] = Field(default=(), exclude_if=lambda facts: not facts,
+                                      description="fact ids this text states with their figures in another "
+                                                  "spelling (a role restated a conclusion that stated them: "
+                                                  "`Turn.restate`)")
     task_id: str | None = Field(default=None, description="the task (instruction envelope) this answers")
     confidence: float | None = Field(default=None, ge=0.0, le=1.0,
                                      description="how much of the text its cited sources hold, by code: 1.0 "

@@ -75,6 +75,15 @@ NOTES = frozenset(lab[k] for lab in LABELS.values() for k in ("not_said", "sourc
                                                               "no_evidence"))
 
 
+def restates(text: str, fact_text: str) -> bool:
+    """Whether `text` says what `fact_text` says with its figures spelled another way
+    ("2.6 GW" for "2,600 MW", "1.84 million" for "1,840,000"): each figure of either is
+    a figure of the other, and most of its words are the fact's."""
+    if unsupported_numbers(text, readings_in(fact_text)) or unsupported_numbers(fact_text, readings_in(text)):
+        return False
+    return grounding(text, fact_text) >= GROUNDING_THRESHOLD
+
+
 @dataclass(frozen=True)
 class Problem:
     kind: str  # unresolved_citation | unsupported_number | ungrounded_claim | not_a_statement | uncited_claim

@@ -77,7 +77,6 @@ ROLE = Role(
     publications=(MsgType.CONCLUSION,),
     guards=(MsgType.CONCLUSION,),
     step=step,
-    order=25,  # after the Searcher (20), before the Critic (30)
     budget_tokens=4000,
     description="passes only conclusions its sources state",
 )

@@ -49,7 +49,7 @@ def step(turn):
 
 ROLE = Role(name="latecomer", prompt=Path(__file__).with_name("latecomer.md"),
             subscriptions=(Subscription(msg_type=MsgType.CONCLUSION, senders=("searcher",)),),
-            publications=(MsgType.CONCLUSION,), step=step, order=90)
+            publications=(MsgType.CONCLUSION,), step=step)
 '''
 
 

@@ -22,7 +22,17 @@ from briefroom.protocol.payloads import Critique
 from briefroom.run import ResearchRequest, run_research
 from tests.fakes import ScriptedChatModel
 
-ROLES = Path(__file__).resolve().parents[2] / "examples" / "roles"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "roles"
+
+
+def fact_checker_alone(tmp_path: Path) -> Path:
+    """A roles folder holding the fact-checker and nothing else: the examples folder has
+    other roles, which would share the conclusions' route with it."""
+    folder = tmp_path / "roles"
+    folder.mkdir()
+    for name in ("fact_checker.py", "fact_checker.md"):
+        (folder / name).write_text((EXAMPLES / name).read_text())
+    return folder
 QUESTION = "How big is the 2026 public cloud market and who grows fastest?"
 
 
@@ -50,7 +60,8 @@ def test_the_fact_checker_guards_conclusions_without_any_other_role_knowing(smal
     handles["fact_checker"] = ModelHandle("fact_checker", "scripted", "scripted", checker, "json_object_schema",
                                           32_000, label="scripted")
     out = tmp_path / "run"
-    result = run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=out, roles_dirs=[ROLES],
+    result = run_research(ResearchRequest(question=QUESTION, corpus=[small_corpus], out=out,
+                                          roles_dirs=[fact_checker_alone(tmp_path)],
                                           models=ModelPool(handles)), Settings(rounds=1, data_dir=data_dir))
     log = read_events(out / "run.jsonl")
     sent = [e for e in log if isinstance(e, BusMessage) and e.message.header.msg_type is MsgType.CONCLUSION]

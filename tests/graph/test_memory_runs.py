@@ -95,7 +95,8 @@ def step(turn):
 
 ROLE = Role(name="recaller", prompt=Path(__file__).with_name("recaller.md"),
             subscriptions=(Subscription(msg_type=MsgType.CONCLUSION, senders=("searcher",)),),
-            publications=(), step=step, order=35, tools=("recall_memory",))
+            publications=(), step=step, after=("check",), before=("draft",),
+            tools=("recall_memory",))
 '''
 
 

@@ -139,7 +139,7 @@ def step(turn):
 
 ROLE = Role(name="factchecker", prompt=Path(__file__).with_name("factchecker.md"),
             subscriptions=(Subscription(msg_type=MsgType.CONCLUSION, senders=("searcher",)),),
-            publications=(), step=step, order=35)
+            publications=(), step=step, after=("check",), before=("draft",))
 '''
 
 

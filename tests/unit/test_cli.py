@@ -97,7 +97,7 @@ def test_roles_lists_builtin_and_plugin_roles(tmp_path):
         "from briefroom.protocol.bus import Subscription\n"
         "from briefroom.protocol.messages import MsgType\n"
         "ROLE = Role(name='echo', prompt='planner.md', subscriptions=(Subscription(msg_type=MsgType.REPORT),),\n"
-        "            publications=(), step=lambda turn: None, order=50, description='echoes')\n")
+        "            publications=(), step=lambda turn: None, description='echoes')\n")
     result = runner.invoke(app, ["roles", "--roles-dir", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)

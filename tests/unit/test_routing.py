@@ -16,13 +16,12 @@ from briefroom.records import Charter, Report
 from briefroom.runlog import RunLog
 
 
-def role(name, order, *types):
+def role(name, *types, **declared):
     return Role(name=name, prompt="planner.md", subscriptions=tuple(Subscription(msg_type=t) for t in types),
-                publications=(MsgType.CONCLUSION, MsgType.CRITIQUE), step=lambda t: None,
-                order=order)
+                publications=(MsgType.CONCLUSION, MsgType.CRITIQUE), step=lambda t: None, **declared)
 
 
-ROLES = [role("a", 10, MsgType.INSTRUCTION), role("b", 20, MsgType.CONCLUSION), role("c", 30, MsgType.CONCLUSION)]
+ROLES = [role("a", MsgType.INSTRUCTION), role("b", MsgType.CONCLUSION), role("c", MsgType.CONCLUSION)]
 BUS = bus_for(ROLES)
 
 
@@ -86,9 +85,9 @@ def test_superseded_messages_leave_the_board_at_round_end():
 def test_finishing_runs_only_roles_with_a_finishing_duty_whatever_their_names():
     import dataclasses
 
-    drafter = dataclasses.replace(role("scribe", 50, MsgType.CONCLUSION), finishing_duty="draft")
-    checker = dataclasses.replace(role("auditor", 40, MsgType.CONCLUSION), finishing_duty="check")
-    roles = [role("early", 10, MsgType.CONCLUSION), checker, drafter]
+    drafter = dataclasses.replace(role("scribe", MsgType.CONCLUSION), finishing_duty="draft")
+    checker = dataclasses.replace(role("auditor", MsgType.CONCLUSION), finishing_duty="check")
+    roles = [role("early", MsgType.CONCLUSION), checker, drafter]
     bus = bus_for(roles)
     board = [conclusion(1)]
     state = {"whiteboard": board, "seen": {}, "round": 1, "finishing": True}
@@ -107,4 +106,4 @@ def test_a_finishing_duty_must_be_known():
     import pytest
 
     with pytest.raises(ValueError, match="finishing_duty"):
-        dataclasses.replace(role("x", 1, MsgType.CONCLUSION), finishing_duty="write")
+        dataclasses.replace(role("x", MsgType.CONCLUSION), finishing_duty="write")
