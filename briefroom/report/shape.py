@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from briefroom.protocol.extraction import content_words, is_cjk
+from briefroom.protocol.extraction import content_words, is_cjk, statements
 from briefroom.records import MAX_SECTIONS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.checks import REPORT_WORDS
 from briefroom.report.language import LABELS, short_heading, whole_phrase
@@ -31,6 +31,58 @@ from briefroom.report.spec import ReportShape, ReportSpec
 # Words a model's heading may consist of and still say nothing of its part ("Findings,
 # part 2"): such a heading gives way to the part's own words.
 _GENERIC = REPORT_WORDS | {"part", "section", "details", "discussion", "information"}
+
+
+# Two sentences whose content words overlap this much (Jaccard) say the same thing: a small
+# model repeats its sentence with one word changed ("lower than expected" / "higher then
+# expected"), and a reader should read it once.
+NEAR_DUPLICATE = 0.8
+
+
+@dataclass(frozen=True)
+class _Says:
+    """What a sentence says, for telling repeats: its content words and its figures."""
+
+    words: frozenset[str]
+    figures: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str) -> "_Says":
+        return cls(frozenset(content_words(text)), frozenset(figures(text)))
+
+    def repeats(self, other: "_Says") -> bool:
+        """The same figures (a different figure is a different statement) and nearly the
+        same words."""
+        union = self.words | other.words
+        return self.figures == other.figures and bool(union) and len(self.words & other.words) / len(union) >= \
+            NEAR_DUPLICATE
+
+
+def without_repeats(claim: Claim) -> Claim:
+    """The claim with a sentence that repeats an earlier sentence of it left out; a quote
+    is a source's own words and stays as it is."""
+    if claim.text.lstrip().startswith("“"):
+        return claim
+    sentences = statements(claim.text)
+    kept: list[str] = []
+    for sentence in sentences:
+        if not any(_Says.of(sentence).repeats(_Says.of(k)) for k in kept):
+            kept.append(sentence)
+    if len(kept) == len(sentences) or not kept:
+        return claim
+    return claim.model_copy(update={"text": " ".join(kept)})
+
+
+def new_sentences(claims: list[Claim], said: list[_Says]) -> list[Claim]:
+    """The claims that do not repeat one already said (`said`; it grows)."""
+    out = []
+    for claim in claims:
+        says = _Says.of(claim.text)
+        if any(says.repeats(earlier) for earlier in said):
+            continue
+        said.append(says)
+        out.append(claim)
+    return out
 
 
 def word_count(text: str) -> int:
@@ -209,6 +261,7 @@ class _PartWriter:
     accept_sentence: Callable[[Claim], bool] | None
     used: set[str] = field(default_factory=set)
     said: set[str] = field(default_factory=set)
+    said_words: list[_Says] = field(default_factory=list)
 
     def claims_of(self, part: str, placed: list[Claim]) -> tuple[list[Fact], list[Claim]]:
         """The part's leads (`outline.leads`) and its claims, without those an earlier part
@@ -223,6 +276,7 @@ class _PartWriter:
         claims = self._with_rivals(self._lead_and_prose(prose, found), found)
         self.used.update(f.text for f in found)
         claims = [c for c in claims if c.text.strip() not in self.said]  # said once, in the first part it answers
+        claims = new_sentences([without_repeats(c) for c in claims], self.said_words)
         self.said.update(c.text.strip() for c in claims)
         return found, claims
 
@@ -286,4 +340,4 @@ def _summary(model: list[Claim], short: Claim, sections: list[DraftSection], lim
         chosen = [c.model_copy(update={"attribution": None}) if c.attribution and not label.unverified(c) else c
                   for c in chosen]
     out = [c for c in chosen if c.text.strip() != short.text.strip()]
-    return out[:limit]
+    return new_sentences([without_repeats(c) for c in out], [_Says.of(short.text)])[:limit]

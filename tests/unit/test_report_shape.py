@@ -7,7 +7,7 @@ from briefroom.records import Claim, DraftSection, Fact, Passage, SourceRecord, 
 from briefroom.report.document import parse_report
 from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, question_parts, short_heading, whole_phrase
-from briefroom.report.shape import assemble, word_count
+from briefroom.report.shape import assemble, without_repeats, word_count
 from briefroom.report.source_kinds import profiles
 from briefroom.report.spec import ReportSpec
 
@@ -155,3 +155,27 @@ def test_a_heading_that_repeats_the_title_or_another_section_gives_way_to_the_pa
                                   DraftSection(heading="Heat pumps installed in Europe", claims=[registry], part=2)])
     headings = [s.heading for s in build(draft).sections]
     assert headings == ["How many heat pumps were installed in Europe in 2025", "What do the installers say about 2026"]
+
+
+def test_a_sentence_the_model_repeats_with_a_word_changed_is_read_once():
+    said = ("The report concludes that sales figures for this year are lower than expected, but not because "
+            "there were no heat pumps sold.")
+    again = ("The report concludes that sales figures for this year are lower than expected, but not because "
+             "there were any heat pumps sold.")
+    twice = Claim(text=f"{said} {again}", source_ids=["REG"])
+    assert without_repeats(twice).text == said
+    other_figure = Claim(text="Installers put 1.84 million heat pumps into service in 2025. "
+                              "Installers put 1.97 million heat pumps into service in 2024.", source_ids=["REG"])
+    assert without_repeats(other_figure) == other_figure  # another figure is another statement
+    quoted = Claim(text=f"“{said} {again}”", source_ids=["REG"])
+    assert without_repeats(quoted) == quoted  # a source's own words stay as they are
+    lead = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.", source_ids=["REG"])
+    draft = WriterDraft(title="Heat pumps", short_answer=lead, summary=[twice],
+                        sections=[DraftSection(heading="Installed", claims=[lead]),
+                                  DraftSection(heading="Why sales differ", claims=[twice, Claim(text=again,
+                                                                                              source_ids=["REG"])])])
+    report = build(draft, ReportSpec(), question="How many heat pumps were installed in Europe in 2025, and why "
+                                                 "do sales figures differ?")
+    texts = [c.text for s in report.sections for c in s.claims] + [c.text for c in report.summary]
+    assert sum(t.count("lower than expected") for t in texts) <= 2  # once in the summary, once in its section
+    assert all(t.count("lower than expected") <= 1 for t in texts)
