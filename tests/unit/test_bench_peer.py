@@ -1,0 +1,173 @@
+"""bench/peer.py's parts that need no model and no GPT Researcher: the loopback endpoints
+(no search results, OpenAI-shaped embeddings) through real HTTP over a socket pair, the
+corpus copy's Markdown-to-text names, the peer's offline settings, the failure path,
+and the summary's shape and numbers from briefroom's own scorer."""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import json
+import socket
+import struct
+import sys
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from briefroom.scenario import Scenario
+from tests.conftest import SCENARIOS
+
+
+def load():
+    return importlib.import_module("bench.peer")
+
+
+def fake_embed(texts: list[str]) -> list[list[float]]:
+    return [[float(len(t)), 0.5, -1.0] for t in texts]
+
+
+def http(loopback, raw: bytes) -> tuple[int, object]:
+    """One request through LoopbackHandler over a local socket pair (no network)."""
+    bench = load()
+    ours, theirs = socket.socketpair()
+    server = SimpleNamespace(owner=loopback)
+
+    def serve() -> None:
+        bench.LoopbackHandler(theirs, ("127.0.0.1", 0), server)
+        theirs.close()  # what socketserver does after a request: the client then reads to the end
+
+    worker = threading.Thread(target=serve)
+    worker.start()
+    ours.sendall(raw)
+    received = b""
+    while chunk := ours.recv(65536):
+        received += chunk
+    worker.join(5)
+    ours.close()
+    assert not worker.is_alive()
+    head, _, body = received.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def test_search_answers_no_results_and_counts_the_query():
+    bench = load()
+    loopback = bench.Loopback(fake_embed)
+    status, payload = http(loopback, b"GET /search?query=cloud+market+2026&max_results=5 HTTP/1.1\r\n"
+                                     b"Host: x\r\nConnection: close\r\n\r\n")
+    assert (status, payload) == (200, [])
+    assert loopback.searches == ["cloud market 2026"]
+
+
+def test_embeddings_endpoint_has_openai_shape_over_http():
+    bench = load()
+    loopback = bench.Loopback(fake_embed, "briefroom-test")
+    body = json.dumps({"input": ["ab", "abcd"], "model": "x"}).encode()
+    status, payload = http(loopback, b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+    assert status == 200
+    assert payload["object"] == "list" and payload["model"] == "briefroom-test"
+    assert [(d["object"], d["index"], d["embedding"]) for d in payload["data"]] == [
+        ("embedding", 0, [2.0, 0.5, -1.0]), ("embedding", 1, [4.0, 0.5, -1.0])]
+    assert loopback.embedded_texts == 2
+
+
+def test_embeddings_in_base64_decode_to_the_same_floats():
+    # the openai client asks for base64 unless told otherwise, and decodes float32 itself
+    bench = load()
+    reply = bench.embeddings_response({"input": "abc", "encoding_format": "base64"}, fake_embed, "m")
+    raw = base64.b64decode(reply["data"][0]["embedding"])
+    assert struct.unpack(f"<{len(raw) // 4}f", raw) == (3.0, 0.5, -1.0)
+
+
+def test_token_ids_and_unknown_paths_are_refused():
+    bench = load()
+    loopback = bench.Loopback(fake_embed)
+    status, payload = loopback.route("POST", "/v1/embeddings", json.dumps({"input": [[1, 2, 3]]}).encode())
+    assert status == 400 and "token ids" in payload["error"]["message"]
+    assert loopback.route("GET", "/v1/models", b"")[0] == 404
+    assert bench.Loopback(None).route("POST", "/v1/embeddings", b'{"input": "x"}')[0] == 404
+
+
+def test_markdown_is_copied_as_text_under_a_name_that_keeps_the_original(tmp_path):
+    bench = load()
+    source = tmp_path / "corpus"
+    (source / "sub").mkdir(parents=True)
+    (source / "brief.md").write_text("# Brief\n\n723 billion\n", encoding="utf-8")
+    (source / "page.html").write_text("<p>x</p>", encoding="utf-8")
+    (source / "sub" / "NOTES.MD").write_text("n", encoding="utf-8")
+    (source / "wire.txt").write_text("w", encoding="utf-8")
+    target = tmp_path / "copy"
+    (target / "stale.md.txt").parent.mkdir()
+    (target / "stale.md.txt").write_text("old", encoding="utf-8")
+    copied = bench.text_corpus(source, target)
+    assert sorted(p.relative_to(target).as_posix() for p in copied) == [
+        "brief.md.txt", "page.html", "sub/NOTES.MD.txt", "wire.txt"]
+    assert not (target / "stale.md.txt").exists()
+    assert (target / "brief.md.txt").read_text(encoding="utf-8") == "# Brief\n\n723 billion\n"
+    # the scorer matches a reference by the corpus file's name inside the line
+    assert "brief.md" in bench.text_name("brief.md")
+
+
+def test_peer_settings_reach_only_loopback(tmp_path):
+    bench = load()
+    env = bench.peer_environment(doc_path=tmp_path, chat_base_url="http://127.0.0.1:9/v1", chat_model="tiny",
+                                 loopback_url="http://127.0.0.1:8", embedding_model="briefroom-use",
+                                 language="zh", base={"PATH": "/bin", "OPENAI_API_BASE": "https://elsewhere",
+                                                      "TAVILY_API_KEY": "k", "RETRIEVER": "tavily"})
+    assert env["PATH"] == "/bin" and "TAVILY_API_KEY" not in env and "OPENAI_API_BASE" not in env
+    assert env["RETRIEVER"] == "custom" and env["RETRIEVER_ENDPOINT"] == "http://127.0.0.1:8/search"
+    assert {env[k] for k in ("FAST_LLM", "SMART_LLM", "STRATEGIC_LLM")} == {"openai:tiny"}
+    assert json.loads(env["EMBEDDING_KWARGS"])["openai_api_base"] == "http://127.0.0.1:8/v1"
+    assert json.loads(env["EMBEDDING_KWARGS"])["check_embedding_ctx_length"] is False
+    assert env["DOC_PATH"] == str(tmp_path) and env["LANGUAGE"] == "chinese" and env["MCP_STRATEGY"] == "disabled"
+    urls = [v for v in env.values() if v.startswith(("http:", "https:"))] + [json.loads(env["EMBEDDING_KWARGS"])["openai_api_base"]]
+    assert urls and all(u.startswith("http://127.0.0.1:") for u in urls)
+
+
+def fake_peer(tmp_path: Path, body: str) -> Path:
+    script = tmp_path / "fake-peer.py"
+    script.write_text(body, encoding="utf-8")
+    return script
+
+
+def test_a_failing_peer_stops_with_its_last_line(tmp_path):
+    bench = load()
+    driver = fake_peer(tmp_path, "import sys\nprint('warming up')\nprint('peer failed: KeyError: x', "
+                                 "file=sys.stderr)\nsys.exit(1)\n")
+    with pytest.raises(bench.PeerFailed, match=r"^peer failed: KeyError: x \(exit 1; log: "):
+        bench.run_peer(Path(sys.executable), "q?", tmp_path, {"PATH": "/usr/bin:/bin"}, driver=driver)
+
+
+def test_an_empty_report_is_a_failure_not_a_score(tmp_path):
+    bench = load()
+    driver = fake_peer(tmp_path, "import sys\na = sys.argv\nopen(a[a.index('--report') + 1], 'w').write('  \\n')\n"
+                                 "open(a[a.index('--meta') + 1], 'w').write('{}')\n")
+    with pytest.raises(bench.PeerFailed, match="exit 0"):
+        bench.run_peer(Path(sys.executable), "q?", tmp_path, {"PATH": "/usr/bin:/bin"}, driver=driver)
+
+
+def test_summary_scores_the_peer_report_with_briefrooms_scorer(tmp_path):
+    bench = load()
+    folder = SCENARIOS / "cloud-market"
+    scenario = Scenario.load(folder)
+    report = tmp_path / "report.md"
+    # a peer-style reference list: names the .md.txt copy, which must resolve to the .md document
+    report.write_text("# Cloud\n\nThe 2026 public cloud market reaches 723 billion USD [1]. "
+                      "Microsoft Azure grew fastest.\n\n## References\n\n"
+                      "1. analyst-brief-2026-cloud.md.txt\n", encoding="utf-8")
+    result = bench.scored(folder, scenario, report, "tiny.gguf", 12.34)
+    out = bench.summary([result], {"cloud-market": {"web_searches": 3, "context_source_none": 0}},
+                        model="tiny.gguf", peer_version="0.15.1", split="dev")
+    json.dumps(out)  # printable as it is
+    row = out["scenarios"][0]
+    assert out["peer"] == "gpt-researcher 0.15.1" and out["model"] == "tiny.gguf"
+    assert row["scenario"] == "cloud-market" and row["web_searches_answered_empty"] == 3
+    assert row["recall"] == 0.5 and sorted(row["found"]) == ["fastest provider", "market size 2026"]
+    assert row["unretrieved_citations"] == 0 and row["trap_hits"] == 0 and row["wall_s"] == 12.3
+    # the same row briefroom eval --json prints, under the peer's name
+    assert out["summary"]["gpt-researcher"]["recall"] == 0.5
+    assert out["splits"]["dev"]["gpt-researcher"]["runs"] == 1
+    assert out["runs"][0]["context"] == "gpt-researcher"
