@@ -16,9 +16,9 @@ from briefroom.agents.searcher import search, searched_for
 from briefroom.corpus.tools import LocalSearchArgs, LocalSearchResult, ReadSourceArgs, ReadSourceResult, SearchHit
 from briefroom.events import Fallback, read_events
 from briefroom.llm import ModelHandle, ModelPool
+from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.messages import AgentMessage, MsgType, make_message
-from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.tools import Tool, artifact_tool
 from briefroom.records import Charter
 from briefroom.runlog import RunLog
