@@ -85,6 +85,16 @@ def ensure_peer_venv(venv: Path, packages: tuple[str, ...] = PEER_PACKAGES) -> P
     return python
 
 
+def peer_version(peer_python: Path) -> str:
+    """gpt-researcher's version in that interpreter; a clear stop if it has none."""
+    probe = subprocess.run([str(peer_python), "-c", "from importlib.metadata import version; "
+                            "print(version('gpt-researcher'))"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise SystemExit(f"error: {peer_python} has no gpt-researcher ({last_line(probe.stderr)}); "
+                         f"make one with: python3 -m venv DIR && DIR/bin/pip install {' '.join(PEER_PACKAGES)}")
+    return probe.stdout.strip()
+
+
 # --- the corpus copy ----------------------------------------------------------------------
 
 def text_name(name: str) -> str:
@@ -343,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     peer_python = args.peer_python or ensure_peer_venv(DEFAULT_PEER_VENV)
     if not peer_python.is_file():
         raise SystemExit(f"error: no such interpreter: {peer_python}")
+    version = peer_version(peer_python)
     args.out.mkdir(parents=True, exist_ok=True)
 
     from briefroom.config import Settings
@@ -352,6 +363,15 @@ def main(argv: list[str] | None = None) -> int:
     embedder_name = f"briefroom-{getattr(embedder, 'name', 'embedder')}"
     results: list[CaseResult] = []
     metas: dict[str, dict[str, Any]] = {}
+
+    def write_summary() -> dict[str, Any]:
+        """DIR/summary.json, rewritten after every scenario: a long run stopped halfway keeps its numbers."""
+        out = summary(results, metas, model=args.model.name, peer_version=version, split=args.split)
+        out["embedder"] = embedder_name
+        (args.out / "summary.json").write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n",
+                                               encoding="utf-8")
+        return out
+
     with chat_server(args.model, args.out / "llama-server.log") as (chat_url, alias), \
             Loopback(embedder.embed, embedder_name) as loopback:
         for folder, scenario in cases:
@@ -374,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(CaseResult(scenario=scenario.name, context=PEER, repeat=1, model=args.model.name,
                                           run_dir=str(work), score=None, error=str(exc),
                                           wall_s=round(time.perf_counter() - started, 1), split=scenario.split))
+                write_summary()
                 continue
             meta["web_searches"] = len(loopback.searches) - searches_before
             result = scored(folder, scenario, work / "report.md", args.model.name, time.perf_counter() - started)
@@ -385,11 +406,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{scenario.name}: recall {row['recall']:.2f} coverage {row['coverage']:.2f} "
                   f"unsupported {row['unsupported_numbers']} unretrieved {row['unretrieved_citations']} "
                   f"traps {row['trap_hits']} ({row['wall_s']:.0f} s)", file=sys.stderr)
-    version = next((m.get("gpt_researcher") for m in metas.values() if m.get("gpt_researcher")), "?")
-    out = summary(results, metas, model=args.model.name, peer_version=version, split=args.split)
-    out["embedder"] = embedder_name
-    (args.out / "summary.json").write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(json.dumps(out, indent=2, ensure_ascii=False))
+            write_summary()
+    print(json.dumps(write_summary(), indent=2, ensure_ascii=False))
     failed = [r.scenario for r in results if r.error]
     if failed:
         print(f"error: {PEER} failed on {len(failed)} of {len(results)} scenario(s): {', '.join(failed)}",

@@ -171,3 +171,19 @@ def test_summary_scores_the_peer_report_with_briefrooms_scorer(tmp_path):
     assert out["summary"]["gpt-researcher"]["recall"] == 0.5
     assert out["splits"]["dev"]["gpt-researcher"]["runs"] == 1
     assert out["runs"][0]["context"] == "gpt-researcher"
+
+
+def test_a_failed_peer_run_is_counted_as_failed_not_scored(tmp_path):
+    bench = load()
+    failed = bench.CaseResult(scenario="cloud-market", context="gpt-researcher", repeat=1, model="tiny.gguf",
+                              run_dir=str(tmp_path), score=None, error="peer failed: boom", wall_s=1.0, split="dev")
+    out = bench.summary([failed], {}, model="tiny.gguf", peer_version="0.15.1", split="dev")
+    assert out["scenarios"] == [{"scenario": "cloud-market", "split": "dev", "error": "peer failed: boom",
+                                 "wall_s": 1.0}]
+    assert out["summary"]["gpt-researcher"]["failed"] == 1 and out["summary"]["gpt-researcher"]["runs"] == 1
+
+
+def test_an_interpreter_without_the_peer_stops_the_bench(tmp_path):
+    bench = load()
+    with pytest.raises(SystemExit, match="has no gpt-researcher"):
+        bench.peer_version(Path(sys.executable))  # briefroom's venv: the peer is never installed there
