@@ -45,6 +45,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -239,6 +240,34 @@ def peer_environment(*, doc_path: Path, chat_base_url: str, chat_model: str, loo
     return env
 
 
+# --- what the peer asked of the model ------------------------------------------------------
+
+_TIMING = re.compile(r"\| task (\d+) \| +(prompt eval|eval) time = .*?/ *(\d+) tokens")
+_RELEASE = re.compile(r"\| task (\d+) \| stop processing: n_tokens = (\d+)")
+
+
+def served_tokens(log: str) -> dict[str, int]:
+    """Calls and tokens from a stretch of llama.cpp's server log: the peer reports neither,
+    so they are read where the server prints them per task. A task's prompt is its tokens
+    in the slot at release less those it generated (the last generated one is never fed
+    back, hence +1); the prompt tokens it did not evaluate came from the slot's cache."""
+    evaluated: dict[str, int] = {}
+    generated: dict[str, int] = {}
+    totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_prompt_tokens": 0}
+    for line in log.splitlines():
+        if m := _TIMING.search(line):
+            (evaluated if m.group(2) == "prompt eval" else generated)[m.group(1)] = int(m.group(3))
+        elif (m := _RELEASE.search(line)) and m.group(1) in evaluated:
+            task, in_slot = m.group(1), int(m.group(2))
+            out = generated.get(task, 0)
+            prompt = max(evaluated[task], in_slot - out + (1 if out else 0))
+            totals["calls"] += 1
+            totals["prompt_tokens"] += prompt
+            totals["completion_tokens"] += out
+            totals["cached_prompt_tokens"] += prompt - evaluated[task]
+    return totals
+
+
 # --- one scenario -------------------------------------------------------------------------
 
 class PeerFailed(RuntimeError):
@@ -272,13 +301,19 @@ def run_peer(peer_python: Path, question: str, work: Path, env: dict[str, str],
     return json.loads(meta.read_text(encoding="utf-8"))
 
 
-def scored(folder: Path, scenario: Scenario, report: Path, model: str, wall_s: float) -> CaseResult:
-    """The peer's report as one of the suite's results, so the summary is briefroom's own."""
+def scored(folder: Path, scenario: Scenario, report: Path, model: str, wall_s: float,
+           served: dict[str, int] | None = None) -> CaseResult:
+    """The peer's report as one of the suite's results, so the summary is briefroom's own;
+    `served` (served_tokens) fills its calls and tokens, all under the one role "peer"."""
     from briefroom.evaluation.scoring import score_report_file
+    from briefroom.runlog import AgentTotals
 
+    tokens = {"peer": AgentTotals(served["calls"], served["prompt_tokens"], served["completion_tokens"])} \
+        if served else {}
     return CaseResult(scenario=scenario.name, context=PEER, repeat=1, model=model, run_dir=str(report.parent),
                       score=score_report_file(report, folder), error=None, wall_s=round(wall_s, 1),
-                      split=scenario.split)
+                      tokens=tokens, cached_prompt_tokens=served["cached_prompt_tokens"] if served else None,
+                      served_prompt_tokens=served["prompt_tokens"] if served else None, split=scenario.split)
 
 
 def scenario_row(result: CaseResult, meta: dict[str, Any]) -> dict[str, Any]:
@@ -292,13 +327,14 @@ def scenario_row(result: CaseResult, meta: dict[str, Any]) -> dict[str, Any]:
             "short_answer_authoritative": s.short_answer_authoritative, "language_ok": s.language_ok,
             "found": s.found, "missed": s.missed, "wall_s": result.wall_s,
             "web_searches_answered_empty": meta.get("web_searches", 0),
-            "context_source_none": meta.get("context_source_none", 0)}
+            "context_source_none": meta.get("context_source_none", 0),
+            "calls": result.calls, "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
 
 
 def summary(results: list[CaseResult], metas: dict[str, dict[str, Any]], *, model: str, peer_version: str,
             split: str) -> dict[str, Any]:
     """The eval --json shape (splits, summary, runs) with the peer as the context, and a
-    flat per-scenario list. Tokens and calls are not counted for the peer (zeros)."""
+    flat per-scenario list."""
     from briefroom.evaluation.summary import summarize, summarize_splits
 
     return {"peer": f"{PEER} {peer_version}", "model": model, "split": split,
@@ -372,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
                                                encoding="utf-8")
         return out
 
-    with chat_server(args.model, args.out / "llama-server.log") as (chat_url, alias), \
+    server_log = args.out / "llama-server.log"
+    with chat_server(args.model, server_log) as (chat_url, alias), \
             Loopback(embedder.embed, embedder_name) as loopback:
         for folder, scenario in cases:
             work = args.out / scenario.name
@@ -384,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
                                    language=scenario.language)
             print(f"{scenario.name}: running {PEER}", file=sys.stderr)
             searches_before = len(loopback.searches)
+            log_from = server_log.stat().st_size if server_log.is_file() else 0
             started = time.perf_counter()
             try:
                 meta = run_peer(peer_python, scenario.question, work, env)
@@ -397,7 +435,11 @@ def main(argv: list[str] | None = None) -> int:
                 write_summary()
                 continue
             meta["web_searches"] = len(loopback.searches) - searches_before
-            result = scored(folder, scenario, work / "report.md", args.model.name, time.perf_counter() - started)
+            with open(server_log, "rb") as fh:
+                fh.seek(log_from)
+                served = served_tokens(fh.read().decode("utf-8", errors="replace"))
+            result = scored(folder, scenario, work / "report.md", args.model.name, time.perf_counter() - started,
+                            served)
             (work / "score.json").write_text(json.dumps(scenario_row(result, meta), indent=2, ensure_ascii=False)
                                              + "\n", encoding="utf-8")
             results.append(result)

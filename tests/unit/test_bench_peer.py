@@ -158,7 +158,8 @@ def test_summary_scores_the_peer_report_with_briefrooms_scorer(tmp_path):
     report.write_text("# Cloud\n\nThe 2026 public cloud market reaches 723 billion USD [1]. "
                       "Microsoft Azure grew fastest.\n\n## References\n\n"
                       "1. analyst-brief-2026-cloud.md.txt\n", encoding="utf-8")
-    result = bench.scored(folder, scenario, report, "tiny.gguf", 12.34)
+    result = bench.scored(folder, scenario, report, "tiny.gguf", 12.34,
+                          {"calls": 4, "prompt_tokens": 900, "completion_tokens": 100, "cached_prompt_tokens": 90})
     out = bench.summary([result], {"cloud-market": {"web_searches": 3, "context_source_none": 0}},
                         model="tiny.gguf", peer_version="0.15.1", split="dev")
     json.dumps(out)  # printable as it is
@@ -171,6 +172,8 @@ def test_summary_scores_the_peer_report_with_briefrooms_scorer(tmp_path):
     assert out["summary"]["gpt-researcher"]["recall"] == 0.5
     assert out["splits"]["dev"]["gpt-researcher"]["runs"] == 1
     assert out["runs"][0]["context"] == "gpt-researcher"
+    assert (row["calls"], row["prompt_tokens"], row["completion_tokens"]) == (4, 900, 100)
+    assert out["summary"]["gpt-researcher"]["cache_hit_rate"] == 0.1
 
 
 def test_a_failed_peer_run_is_counted_as_failed_not_scored(tmp_path):
@@ -187,3 +190,24 @@ def test_an_interpreter_without_the_peer_stops_the_bench(tmp_path):
     bench = load()
     with pytest.raises(SystemExit, match="has no gpt-researcher"):
         bench.peer_version(Path(sys.executable))  # briefroom's venv: the peer is never installed there
+
+
+SERVER_LOG = """\
+4.08.115.153 I slot print_timing: id  0 | task 2 | prompt eval time =    6747.98 ms /   371 tokens (   18.19 ms per token,    54.98 tokens per second)
+4.08.115.158 I slot print_timing: id  0 | task 2 |        eval time =  233558.97 ms /  4000 tokens (   58.40 ms per token,    17.12 tokens per second)
+4.08.115.159 I slot print_timing: id  0 | task 2 |       total time =  240306.94 ms /  4371 tokens
+4.08.115.246 I slot      release: id  0 | task 2 | stop processing: n_tokens = 4373, truncated = 0
+4.10.488.914 I slot print_timing: id  0 | task 4003 | prompt eval time =    2009.99 ms /   154 tokens (   13.05 ms per token,    76.62 tokens per second)
+4.10.488.925 I slot print_timing: id  0 | task 4003 |        eval time =     232.74 ms /    12 tokens (   21.16 ms per token,    47.26 tokens per second)
+4.10.489.160 I slot      release: id  0 | task 4003 | stop processing: n_tokens = 189, truncated = 0
+4.11.000.000 I slot print_timing: id  0 | task 4020 | prompt eval time =    2009.99 ms /   99 tokens (   13.05 ms per token,    76.62 tokens per second)
+"""
+
+
+def test_calls_and_tokens_are_read_from_the_servers_log():
+    # lines as llama.cpp prints them; the last task has not finished, so it is not counted yet
+    bench = load()
+    assert bench.served_tokens(SERVER_LOG) == {"calls": 2, "prompt_tokens": 374 + 178, "completion_tokens": 4012,
+                                               "cached_prompt_tokens": 3 + 24}
+    assert bench.served_tokens("") == {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                       "cached_prompt_tokens": 0}
