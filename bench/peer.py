@@ -321,8 +321,8 @@ def scenario_row(result: CaseResult, meta: dict[str, Any]) -> dict[str, Any]:
     if s is None:  # the peer failed (--keep-going): no numbers, the error instead
         return {"scenario": result.scenario, "split": result.split, "error": result.error, "wall_s": result.wall_s}
     return {"scenario": result.scenario, "split": result.split, "recall": round(s.recall, 4),
-            "support": round(s.support, 4), "coverage": round(s.coverage, 4),
-            "unsupported_numbers": len(s.unsupported_numbers), "unretrieved_citations": s.unretrieved_citations,
+            "support": round(s.support, 4), "cited_sentences": s.cited_sentences,  # 0 cited: support reads 1.0
+            "coverage": round(s.coverage, 4), "unsupported_numbers": len(s.unsupported_numbers), "unretrieved_citations": s.unretrieved_citations,
             "trap_hits": len(s.trap_hits), "short_answer_trap_hits": len(s.short_answer_trap_hits),
             "short_answer_authoritative": s.short_answer_authoritative, "language_ok": s.language_ok,
             "found": s.found, "missed": s.missed, "wall_s": result.wall_s,

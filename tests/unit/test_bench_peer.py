@@ -168,6 +168,7 @@ def test_summary_scores_the_peer_report_with_briefrooms_scorer(tmp_path):
     assert row["scenario"] == "cloud-market" and row["web_searches_answered_empty"] == 3
     assert row["recall"] == 0.5 and sorted(row["found"]) == ["fastest provider", "market size 2026"]
     assert row["unretrieved_citations"] == 0 and row["trap_hits"] == 0 and row["wall_s"] == 12.3
+    assert row["cited_sentences"] == 1 and row["support"] == round(result.score.support, 4)
     # the same row briefroom eval --json prints, under the peer's name
     assert out["summary"]["gpt-researcher"]["recall"] == 0.5
     assert out["splits"]["dev"]["gpt-researcher"]["runs"] == 1
