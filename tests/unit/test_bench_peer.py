@@ -212,3 +212,23 @@ def test_calls_and_tokens_are_read_from_the_servers_log():
                                                "cached_prompt_tokens": 3 + 24}
     assert bench.served_tokens("") == {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
                                        "cached_prompt_tokens": 0}
+
+
+def test_the_driver_refuses_lookups_and_connections_past_loopback():
+    # in a child interpreter: an audit hook cannot be removed from the one running the tests
+    import subprocess
+
+    from tests.conftest import REPO
+
+    probe = ("import socket, sys\nsys.path.insert(0, sys.argv[1])\nimport peer_driver as d\nd.loopback_only()\n"
+             "for call in (lambda: socket.getaddrinfo('example.com', 80),\n"
+             "             lambda: socket.socket().connect(('192.0.2.1', 80))):\n"
+             "    try:\n        call()\n    except OSError as exc:\n        print(type(exc).__name__)\n"
+             "s = socket.socket()\ntry:\n    s.connect(('127.0.0.1', 9))\n    print('loopback allowed')\n"
+             "except ConnectionRefusedError as exc:  # nothing listens there, or the hook refused\n"
+             "    print('loopback', 'refused by the hook' if 'offline peer' in str(exc) else 'allowed')\n"
+             "print(d.BLOCKED)\n")
+    out = subprocess.run([sys.executable, "-c", probe, str(REPO / "bench")], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.splitlines()
+    assert out == ["gaierror", "ConnectionRefusedError", "loopback allowed",
+                   "['lookup example.com', 'connect 192.0.2.1:80']"]
