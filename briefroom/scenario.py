@@ -69,6 +69,8 @@ class Scenario(BaseModel):
     trap: list[TrapKind] = Field(default_factory=list, description="the kinds of trap the corpus sets")
     authoritative: list[str] = Field(default_factory=list,
                                      description="spellings of the authoritative figure the short answer must give")
+    note: str | None = Field(default=None, description="what a reader of the answer key should know (why a trap "
+                             "is one); a field, not a YAML comment, so a re-recording keeps it")
     context: str = Field(default="layered", description="the context strategy the recording ran with")
     parallel: int = Field(default=1, ge=1, description="searcher instances the recording ran with (--parallel); "
                                                        "its recorded calls are kept per instance")
@@ -151,7 +153,7 @@ def write_scenario(directory: Path, request, settings: Settings, charter: Charte
     existing = Scenario.load(directory) if (directory / SCENARIO_FILE).exists() else None
     # What a person wrote about the scenario (answer key, traps, parts) survives a re-recording.
     kept = existing.model_dump(include={"language", "parts", "answer_key", "must_not", "unanswerable",
-                                        "expected_facts", "split", "trap", "authoritative"}) if existing else {}
+                                        "expected_facts", "split", "trap", "authoritative", "note"}) if existing else {}
     scenario = Scenario(**kept, name=name, question=charter.goal, corpus=corpus_target.name,
                         rounds=charter.max_rounds, max_revisions=charter.max_revisions,
                         constraints=list(charter.constraints), acceptance_criteria=list(request.acceptance_criteria),

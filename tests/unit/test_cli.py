@@ -293,3 +293,24 @@ def test_a_draft_outline_is_its_headings_and_the_first_line_under_the_first():
     assert len(lines) == 2  # the same draft seen twice is shown once; updates without a report show nothing
     assert lines[0].startswith("draft, revision 0: Short answer · Size") and "723 bn" in lines[0]
     assert lines[1].startswith("report accepted (revision 0)")
+
+
+def test_a_re_recording_keeps_what_a_person_wrote_about_the_scenario(tmp_path):
+    import yaml
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# Cloud\n\nPublic cloud spending will reach 723 billion USD in 2026.\n")
+    scenario = tmp_path / "scenario"
+    scenario.mkdir()
+    written = {"name": "scenario", "question": "How big is the cloud market?", "split": "dev",
+               "answer_key": [{"name": "size", "any": ["723 billion"], "part": 1}], "must_not": ["680 billion"],
+               "trap": ["credibility"], "authoritative": ["723 billion"], "note": "680 bn is a newswire's rival."}
+    (scenario / "scenario.yaml").write_text(yaml.safe_dump(written))
+    result = runner.invoke(app, ["research", "How big is the cloud market?", "--corpus", str(corpus), "--model",
+                                 "test", "--record", str(scenario), "--out", str(tmp_path / "run"),
+                                 "--data-dir", str(tmp_path / "data"), "--no-memory", "-q"])
+    assert result.exit_code == 0, result.output
+    kept = yaml.safe_load((scenario / "scenario.yaml").read_text())
+    for field in ("split", "answer_key", "must_not", "trap", "authoritative", "note"):
+        assert kept[field] == written[field], field
