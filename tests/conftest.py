@@ -66,16 +66,19 @@ def data_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("briefroom-data")
 
 
+def write_corpus(folder: Path, files: dict[str, str]) -> Path:
+    """A corpus folder holding `files` (name -> text), for tests that need a few documents."""
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
 @pytest.fixture
 def small_corpus(tmp_path) -> Path:
-    corpus = tmp_path / "notes"
-    corpus.mkdir()
-    (corpus / "market.md").write_text(
-        "# Cloud market\n\nPublic cloud spending will reach 723 billion USD in 2026. "
-        "Azure grew 31% while AWS grew 17%.\n", encoding="utf-8")
-    (corpus / "storage.txt").write_text(
-        "Battery notes\n\nGrid batteries added 92 gigawatts in 2026.\n", encoding="utf-8")
-    (corpus / "page.html").write_text(
-        "<html><head><title>Forecast page</title></head><body><p>Another firm forecasts 680 billion USD "
-        "for 2026.</p><script>var x = 1;</script></body></html>", encoding="utf-8")
-    return corpus
+    return write_corpus(tmp_path / "notes", {
+        "market.md": "# Cloud market\n\nPublic cloud spending will reach 723 billion USD in 2026. "
+                     "Azure grew 31% while AWS grew 17%.\n",
+        "storage.txt": "Battery notes\n\nGrid batteries added 92 gigawatts in 2026.\n",
+        "page.html": "<html><head><title>Forecast page</title></head><body><p>Another firm forecasts 680 billion "
+                     "USD for 2026.</p><script>var x = 1;</script></body></html>"})

@@ -21,6 +21,7 @@ from briefroom.events import BusMessage, LlmCall, ReportAccepted, read_events
 from briefroom.protocol.messages import MsgType
 from briefroom.protocol.payloads import Conclusion, Critique
 from briefroom.run import ResearchRequest, run_research
+from tests.conftest import write_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "roles"
@@ -30,15 +31,11 @@ QUESTION = "How much offshore wind capacity did Norvalia add in 2025?"
 
 @pytest.fixture
 def wind_corpus(tmp_path) -> Path:
-    corpus = tmp_path / "wind"
-    corpus.mkdir()
-    (corpus / "norvalia.md").write_text(
-        "# Norvalia offshore wind, 2025\n\nNorvalia added 2,600 MW of offshore wind capacity in 2025, the grid "
-        "operator reported.\n\nThe largest project commissioned that year was Halvard Bank, with 1,200 MW of "
-        "turbines.\n", encoding="utf-8")
-    (corpus / "onshore.md").write_text("# Onshore wind, 2025\n\nOnshore wind farms in Norvalia added 350 MW in "
-                                       "2025.\n", encoding="utf-8")
-    return corpus
+    return write_corpus(tmp_path / "wind", {
+        "norvalia.md": "# Norvalia offshore wind, 2025\n\nNorvalia added 2,600 MW of offshore wind capacity in 2025, "
+                       "the grid operator reported.\n\nThe largest project commissioned that year was Halvard Bank, "
+                       "with 1,200 MW of turbines.\n",
+        "onshore.md": "# Onshore wind, 2025\n\nOnshore wind farms in Norvalia added 350 MW in 2025.\n"})
 
 
 def test_a_restated_conclusion_supersedes_the_original_and_is_what_the_team_checks_and_writes(
