@@ -15,7 +15,14 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from briefroom.protocol.extraction import content_words, number_mentions, numbers_in, relevance, stemmed_words
+from briefroom.protocol.extraction import (
+    Mention,
+    content_words,
+    number_mentions,
+    numbers_in,
+    relevance,
+    stemmed_words,
+)
 from briefroom.records import Fact
 from briefroom.report.language import language_of
 
@@ -60,6 +67,11 @@ def about_other_years(text: str, question: str, title: str = "") -> bool:
     wanted = allowed_years(question)
     named = set(_YEAR.findall(text)) or set(_YEAR.findall(title))
     return bool(wanted and named and not named & wanted)
+
+
+def figure_mentions(text: str) -> list[Mention]:
+    """The figures of a sentence that are not years, where they stand."""
+    return [m for m in number_mentions(text) if not _YEAR.fullmatch(m.value)]
 
 
 def _figures(text: str) -> set[str]:
@@ -287,7 +299,7 @@ _ZH_CHANGE_BEFORE = re.compile(r"(?:增加|减少|增长|下降|提高|降低|�
 def gives_only_differences(text: str) -> bool:
     if _DIFFERENCE_SUBJECT.search(text):
         return True
-    mentions = [m for m in number_mentions(text) if not _YEAR.fullmatch(m.value)]
+    mentions = figure_mentions(text)
     return bool(mentions) and all(_ZH_CHANGE_BEFORE.search(text[max(0, m.start - 4):m.start]) for m in mentions)
 
 

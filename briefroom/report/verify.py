@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from briefroom.protocol.extraction import content_words, number_mentions, quotable, statements
 from briefroom.records import Claim, WriterDraft
 from briefroom.report.checks import NOTES, Problem, grounding, readings_in, source_readings, unsupported_numbers
+from briefroom.report.outline import figure_mentions
 
 # The least share of a sentence's content words its cited sources must hold. It is a
 # floor against words the sources never use, not the judgement of support (the model
@@ -49,7 +50,6 @@ ANCHOR_WORDS = 2
 # whatever the draft; sentences past it are judged by the code checks alone.
 MAX_JUDGED = 16
 
-_YEAR_ONLY = re.compile(r"(?:19|20)\d{2}")
 _PERCENT_AFTER = re.compile(r"\s?(?:%|percent\b|per cent\b)", re.I)
 
 
@@ -177,7 +177,7 @@ def cited_where_held(claim: Claim, source_texts: dict[str, str]) -> Claim:
     sentence about 680 billion that cites the brief saying 723 billion as well tells the
     reader the brief says 680. Years do not count (both name 2026). A sentence without
     figures, or whose figures no single source holds, keeps its citations."""
-    figures = {m.value: m.claimed for m in number_mentions(claim.text) if not _YEAR_ONLY.fullmatch(m.written)}
+    figures = {m.value: m.claimed for m in figure_mentions(claim.text)}
     if len(claim.source_ids) < 2 or not figures:
         return claim
     holding = [sid for sid in claim.source_ids
