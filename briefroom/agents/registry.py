@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import pkgutil
 import sys
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -78,30 +79,56 @@ def speaking_order(roles: list[Role]) -> list[Role]:
     the roles free to go next, the one found first goes (built-in roles, then entry
     points, then role files), so a role declaring nothing speaks after the built-in team.
     Declarations that contradict each other fail, naming the roles."""
-    types = {t.value for t in MsgType}
-    holders = {capability: r.name for r in roles for capability in r.capabilities}
-    publishers = {t: [r.name for r in roles if t in r.publications] for t in MsgType}
-    readers = {t: [r.name for r in roles if any(s.msg_type is t for s in r.subscriptions)] for t in MsgType}
-    guards = {t: {r.name for r in roles if t in r.guards} for t in MsgType}
-    first: dict[str, set[str]] = {r.name: set() for r in roles}  # role -> roles that speak before it
+    return _in_order(roles, _must_follow(roles))
 
-    def named(entry: str, who: dict[MsgType, list[str]]) -> list[str]:
-        if entry in types:
-            return who[MsgType(entry)]
-        return [holders[entry]] if entry in holders else []  # a capability this team lacks: nothing to order
 
+def _must_follow(roles: list[Role]) -> dict[str, set[str]]:
+    """Role -> the roles that speak before it, from every role's declarations."""
+    team = _Team.of(roles)
+    first: dict[str, set[str]] = {r.name: set() for r in roles}
     for role in roles:
         for entry in role.after:
-            first[role.name].update(n for n in named(entry, publishers) if n != role.name)
+            first[role.name].update(n for n in team.named(entry, team.publishers) if n != role.name)
         for entry in role.before:
-            for later in named(entry, readers):
+            for later in team.named(entry, team.readers):
                 if later != role.name:
                     first[later].add(role.name)
         for guarded in role.guards:  # between what it guards and who reads it, other guards aside
-            first[role.name].update(n for n in publishers[guarded] if n not in guards[guarded])
-            for later in readers[guarded]:
-                if later not in guards[guarded]:
+            others = team.guards[guarded]
+            first[role.name].update(n for n in team.publishers[guarded] if n not in others)
+            for later in team.readers[guarded]:
+                if later not in others:
                     first[later].add(role.name)
+    return first
+
+
+@dataclass(frozen=True)
+class _Team:
+    """Who holds each capability, and who publishes, reads and guards each message type."""
+
+    holders: dict[str, str]
+    publishers: dict[MsgType, list[str]]
+    readers: dict[MsgType, list[str]]
+    guards: dict[MsgType, set[str]]
+
+    @classmethod
+    def of(cls, roles: list[Role]) -> "_Team":
+        return cls(holders={capability: r.name for r in roles for capability in r.capabilities},
+                   publishers={t: [r.name for r in roles if t in r.publications] for t in MsgType},
+                   readers={t: [r.name for r in roles if any(s.msg_type is t for s in r.subscriptions)]
+                            for t in MsgType},
+                   guards={t: {r.name for r in roles if t in r.guards} for t in MsgType})
+
+    def named(self, entry: str, who: dict[MsgType, list[str]]) -> list[str]:
+        """The roles an `after=`/`before=` entry names: a message type's publishers or
+        readers (`who`), or a capability's holder (none when this team lacks it)."""
+        if entry in {t.value for t in MsgType}:
+            return who[MsgType(entry)]
+        return [self.holders[entry]] if entry in self.holders else []
+
+
+def _in_order(roles: list[Role], first: dict[str, set[str]]) -> list[Role]:
+    """The roles with each after those it must follow; of those free to go, the one found first."""
     placed: list[Role] = []
     done: set[str] = set()
     waiting = list(roles)
