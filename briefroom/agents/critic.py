@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
+from briefroom.events import MemoryReuse, ReportAccepted, ReportRepair
 from briefroom.memory.reading import backs, memory_item, memory_reader, remembered_fact
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
@@ -117,9 +118,9 @@ def review_conclusions(turn: Turn, conclusions: list[AgentMessage]) -> None:
                 fact, outcome = backing
                 from_memory[fact.fact_id] = fact
                 asked = message.body.payload
-                turn.ctx.log.event("memory_reuse", agent=turn.role.name, round=turn.round,
-                                   question=(asked.question if isinstance(asked, Conclusion) else "")
-                                   or message.body.content, fact=fact.fact_id, source=fact.source_id)
+                turn.ctx.log.write(MemoryReuse(agent=turn.role.name, round=turn.round,
+                                               question=(asked.question if isinstance(asked, Conclusion) else "")
+                                               or message.body.content, fact=fact.fact_id, source=fact.source_id))
                 if outcome == "accepted":
                     continue
                 reason += (f" (long-term memory backs the claim: verified fact {fact.fact_id}, source "
@@ -178,7 +179,7 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
         draft, log = repair_draft(draft, texts, turn.all_facts(), question=charter.goal, check=code_problems)
         repairs = tuple(log)
         for line in log:
-            turn.ctx.log.event("report_repair", agent="critic", round=turn.round, repair=line)
+            turn.ctx.log.write(ReportRepair(agent="critic", round=turn.round, repair=line))
     footer = sent.footer
     checks = acceptance(draft, charter)
     language = charter_language(charter)
@@ -193,8 +194,8 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
         raise AssertionError(f"report repair left problems: {remaining[0].line()}")
     turn.extra["report"] = Report(markdown=markdown, cited_sources=tuple(cited), round=turn.round,
                                   revision=revisions, accepted=True, repairs=repairs)
-    turn.ctx.log.event("report_accepted", agent="critic", round=turn.round, repairs=len(repairs),
-                       cited=len(cited), criteria=checks)
+    turn.ctx.log.write(ReportAccepted(agent="critic", round=turn.round, repairs=len(repairs),
+                                      cited=len(cited), criteria=checks))
     gaps = _gaps(turn)
     if gaps and turn.round < charter.max_rounds:
         turn.publish(MsgType.CRITIQUE, "No verified evidence yet for: " + "; ".join(gaps), to="plan",
