@@ -7,8 +7,8 @@ page, `runs show`, eval, the tests) reads the lines back as these models through
 `read_events` / `parse_event`; nobody reads the log by string keys.
 
 Unknown fields. The models forbid fields they do not declare (`extra="forbid"`): a
-writer that misspells a field, or logs one the schema does not know, fails at the
-`RunLog.event` call, in the tests, instead of writing a line no reader looks at. A
+writer that misspells a field, or logs one the schema does not know, fails where it
+builds the event, in the tests, instead of writing a line no reader looks at. A
 *reader*, though, may meet a log written by a newer briefroom that added a field:
 `parse_event` drops fields the schema does not know (and only those: a missing field,
 a wrong type or an unknown kind is still an error) rather than refusing the line. So
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias, Union
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError, field_serializer
 
 from briefroom.errors import ConfigError
 from briefroom.protocol.messages import AgentMessage
@@ -304,6 +304,12 @@ class BusMessage(TurnEvent):
     message: BusMessagePayload
     recipients: list[str]
 
+    @field_serializer("message")
+    def _whole(self, message: BusMessagePayload) -> dict[str, Any]:
+        # The line holds the message whole, defaults included: a message is what was on
+        # the bus, not a set of fields a writer chose (`record` leaves unset ones off).
+        return message.model_dump(mode="json")
+
 
 class MemoryReuse(TurnEvent):
     event: Literal["memory_reuse"] = "memory_reuse"
@@ -367,8 +373,8 @@ class RoundEnd(_Base):
     live: int
     pending: list[str]
     done: bool
-    report_accepted: bool
     discarded: list[str] = []  # left the board with archive policy "discard": not archived
+    report_accepted: bool
 
 
 class MemoryRead(_Base):

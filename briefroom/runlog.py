@@ -4,10 +4,11 @@ The run log is the audit trail: every model call with the exact messages sent an
 tokens per prompt section, every bus message, tool call and result, round ends and
 errors. Writes are line-buffered and flushed, so a crash loses at most one line.
 
-Every line is one of the event models of `briefroom/events.py`: `RunLog.write(model)`
-logs one (the preferred API); `RunLog.event(kind, **fields)` builds the same line from
-keyword fields. Either way the line is checked against its kind's model before it is
-written, so a misspelt field or an unknown kind fails at the call, not in a reader.
+Every line is one of the event models of `briefroom/events.py`, logged with
+`RunLog.write(model)`; there is no string-keyed write (tests/unit/test_typed_log_writes.py
+keeps it so). The line is checked against its kind's model again before it is written
+(after redaction), so a misspelt field or an unknown kind fails at the call, not in a
+reader.
 
 A resumed run reopens its log at the line count its last checkpoint recorded
 (`RunLog.reopen`): what an interrupted step had logged moves to
@@ -26,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel
-
 from briefroom.errors import ConfigError
 from briefroom.events import (
     BadLine,
@@ -43,17 +42,6 @@ from briefroom.events import (
 )
 from briefroom.files import write_atomic
 from briefroom.protocol.redaction import redact_data
-
-
-def _default(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    if isinstance(value, Path):
-        return str(value)
-    return str(value)
-
 
 INTERRUPTED_FILE = "run.interrupted.jsonl"
 
@@ -122,10 +110,6 @@ class RunLog:
         del record["seq"], record["elapsed_s"]
         return self._append(record)
 
-    def event(self, event: str, **fields: Any) -> Event:
-        """Log an event of kind `event` from keyword fields; checked like `write`."""
-        return self._append({"event": event, **fields})
-
     def _append(self, fields: dict[str, Any]) -> Event:
         # Instances of a fan-out role log from several threads at once: one line at a time.
         with self._lock:
@@ -135,7 +119,7 @@ class RunLog:
         seq = self._seq + 1
         record = {"event": fields["event"], "seq": seq, "elapsed_s": round(time.monotonic() - self._start, 3),
                   **{k: v for k, v in fields.items() if k != "event"}}
-        redacted = redact_data(json.loads(json.dumps(record, default=_default, ensure_ascii=False)))
+        redacted = redact_data(json.loads(json.dumps(record, ensure_ascii=False)))
         typed = validate_record(redacted)  # raises before anything is written or counted
         self._seq = seq
         self.events.append(typed)

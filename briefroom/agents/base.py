@@ -23,6 +23,7 @@ from briefroom.agents.run_context import RunContext
 from briefroom.agents.structured import MAX_CONTRACT_RETRIES, constrain_schema, parse_json_object
 from briefroom.agents.tool_loop import use_tools
 from briefroom.errors import ContractError
+from briefroom.events import BusMessage, Compaction, ContractErrorEvent, Finishing
 from briefroom.protocol.budget import input_budget
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority, make_message
@@ -187,10 +188,10 @@ class Turn:
         after = max(256, int(budget * ctx.compaction.squeeze)) if stage in ("compress", "finish") else budget
         if stage not in ctx.stages_logged:
             ctx.stages_logged.add(stage)
-            ctx.log.event("compaction", round=self.round, stage=stage, tokens_used=ctx.tokens_used,
-                          max_tokens=ctx.max_tokens, share_used=round(ctx.tokens_used / ctx.max_tokens, 3),
-                          budget_before=budget if after != budget else None,
-                          budget_after=after if after != budget else None)
+            ctx.log.write(Compaction(round=self.round, stage=stage, tokens_used=ctx.tokens_used,
+                                     max_tokens=ctx.max_tokens, share_used=round(ctx.tokens_used / ctx.max_tokens, 3),
+                                     budget_before=budget if after != budget else None,
+                                     budget_after=after if after != budget else None))
             ctx.progress(self.round, self.worker, f"{stage}: {ctx.tokens_used} of {ctx.max_tokens} tokens used")
         return after
 
@@ -310,8 +311,8 @@ class Turn:
     def _post(self, message: AgentMessage) -> AgentMessage:
         self.ctx.bus.check_publish(message)
         self.published.append(message)
-        self.ctx.log.event("bus_message", agent=self.worker, round=self.round, message=message,
-                           recipients=list(self.ctx.bus.recipients(message)))
+        self.ctx.log.write(BusMessage(agent=self.worker, round=self.round, message=message,
+                                      recipients=list(self.ctx.bus.recipients(message))))
         return message
 
     def clock(self) -> float:
@@ -380,8 +381,8 @@ class Turn:
                 last_error = "; ".join(problems)
             except (ValueError, ValidationError) as exc:
                 last_error = str(exc).replace("\n", " ")[:600]
-            self.ctx.log.event("contract_error", agent=self.worker, round=self.round, attempt=attempt,
-                               schema=output.__name__, error=last_error)
+            self.ctx.log.write(ContractErrorEvent(agent=self.worker, round=self.round, attempt=attempt,
+                                                  schema_=output.__name__, error=last_error))
             if give_up_when_cut and (reply.response_metadata or {}).get("finish_reason") == "length":
                 # Cut at the output cap: the model ran on (a small model looping inside the
                 # grammar). Asked again it runs on again, each time with a longer prompt.
@@ -422,7 +423,7 @@ def finishing_update(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     fan-out, which could each only see its own share of the run."""
     if state.get("finishing") or ctx.compaction.stage(ctx.tokens_used, ctx.max_tokens) != "finish":
         return {}
-    ctx.log.event("finishing", round=state.get("round", 1), tokens_used=ctx.tokens_used, max_tokens=ctx.max_tokens)
+    ctx.log.write(Finishing(round=state.get("round", 1), tokens_used=ctx.tokens_used, max_tokens=ctx.max_tokens))
     return {"finishing": True}
 
 

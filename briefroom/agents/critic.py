@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
+from briefroom.events import MemoryReuse, ReportAccepted, ReportRepair
 from briefroom.memory.reading import backs, memory_item, memory_reader, remembered_fact
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
@@ -95,61 +96,102 @@ def states(message: AgentMessage, fact: Fact) -> bool:
 
 
 def review_conclusions(turn: Turn, conclusions: list[AgentMessage]) -> None:
+    """The code checks first, then the model on what they passed; the verdicts go to
+    the Writer, and the facts the accepted conclusions state count as confirmed."""
     texts = turn.source_texts()
-    rejected: dict[str, str] = {}
-    from_memory: dict[str, Fact] = {}  # memory facts that backed a conclusion, by fact id
-    for message in conclusions:
-        reason, problems = None, []
-        if not message.body.references:
-            reason = "no source"
-        elif len(message.body.content.strip()) < 3:  # "0" from a document of one digit is not a claim
-            rejected[message.msg_id] = "too short to be a claim"
-            continue
-        else:
-            problems = claim_problems(Claim(text=message.body.content, source_ids=list(message.body.references)),
-                                      texts)
-            reason = problems[0].line() if problems else None
-        if reason is None:
-            continue
-        if reason == "no source" or any(p.kind in EVIDENCE_PROBLEMS for p in problems):
-            backing = _memory_backing(turn, message, texts)
-            if backing is not None:
-                fact, outcome = backing
-                from_memory[fact.fact_id] = fact
-                asked = message.body.payload
-                turn.ctx.log.event("memory_reuse", agent=turn.role.name, round=turn.round,
-                                   question=(asked.question if isinstance(asked, Conclusion) else "")
-                                   or message.body.content, fact=fact.fact_id, source=fact.source_id)
-                if outcome == "accepted":
-                    continue
-                reason += (f" (long-term memory backs the claim: verified fact {fact.fact_id}, source "
-                           f"{fact.source_id}, joins the facts)")
-        rejected[message.msg_id] = reason
+    rejected, from_memory = _code_rejections(turn, conclusions, texts)
     candidates = [m for m in conclusions if m.msg_id not in rejected]
     if candidates:
-        ids = [m.msg_id for m in candidates]
-        review = turn.ask("Review each conclusion on the whiteboard: is it relevant to the goal and supported by "
-                          "its sources? One verdict per message id.", Review, enums={"msg_id": ids},
-                          max_items={"verdicts": len(ids)})
-        decided: set[str] = set()
-        for verdict in review.verdicts:  # the first verdict on a message counts; repeats are noise
-            if verdict.msg_id not in ids or verdict.msg_id in decided:
-                continue
-            decided.add(verdict.msg_id)
-            if verdict.verdict == "reject":
-                rejected[verdict.msg_id] = f"critic: {verdict.reason}"
+        rejected.update(_model_rejections(turn, candidates))
     accepted = [m for m in conclusions if m.msg_id not in rejected]
-    confirmed = list(from_memory.values())
-    for message in accepted:
-        for fact in turn.all_facts():
-            if fact.source_id in message.body.references and states(message, fact):
-                confirmed.append(fact.model_copy(update={"confirmed_by": (message.header.sender, turn.role.name)}))
+    confirmed = _confirmed_facts(turn, accepted, from_memory)
     if confirmed:
         turn.extra["facts"] = confirmed  # merge_facts adds the confirmations
     if from_memory:
         # Used at this decision point: not shown to the Critic again. Its prompts carry no
         # facts today; a prompt that passes some filters them with `unused_facts`.
         turn.extra["memory_used"] = {turn.role.name: [i for f in from_memory.values() if (i := memory_item(f))]}
+    _publish_review(turn, accepted, rejected)
+
+
+def _code_rejections(turn: Turn, conclusions: list[AgentMessage], texts: dict[str, str]
+                     ) -> tuple[dict[str, str], dict[str, Fact]]:
+    """The conclusions the code checks reject, with why, and the memory facts that backed
+    one (by fact id). A verified fact from memory may answer a rejection for evidence;
+    `texts` then gains its source, for the conclusions after it too."""
+    rejected: dict[str, str] = {}
+    from_memory: dict[str, Fact] = {}
+    for message in conclusions:
+        reason, about_evidence = _code_verdict(message, texts)
+        if reason is not None and about_evidence:
+            reason = _answered_from_memory(turn, message, reason, texts, from_memory)
+        if reason is not None:
+            rejected[message.msg_id] = reason
+    return rejected, from_memory
+
+
+def _code_verdict(message: AgentMessage, texts: dict[str, str]) -> tuple[str | None, bool]:
+    """Why the code checks reject a conclusion (None: they pass it), and whether that is
+    about its evidence (`EVIDENCE_PROBLEMS`, or no source at all)."""
+    if not message.body.references:
+        return "no source", True
+    if len(message.body.content.strip()) < 3:  # "0" from a document of one digit is not a claim
+        return "too short to be a claim", False
+    problems = claim_problems(Claim(text=message.body.content, source_ids=list(message.body.references)), texts)
+    if not problems:
+        return None, False
+    return problems[0].line(), any(p.kind in EVIDENCE_PROBLEMS for p in problems)
+
+
+def _answered_from_memory(turn: Turn, message: AgentMessage, reason: str, texts: dict[str, str],
+                          from_memory: dict[str, Fact]) -> str | None:
+    """The rejection that stands once long-term memory was asked (`_memory_backing`):
+    None when a memory fact makes the conclusion pass, else the reason, naming the fact
+    if one was found. A fact found joins `from_memory` and the reuse is logged."""
+    backing = _memory_backing(turn, message, texts)
+    if backing is None:
+        return reason
+    fact, outcome = backing
+    from_memory[fact.fact_id] = fact
+    asked = message.body.payload
+    turn.ctx.log.write(MemoryReuse(agent=turn.role.name, round=turn.round,
+                                   question=(asked.question if isinstance(asked, Conclusion) else "")
+                                   or message.body.content, fact=fact.fact_id, source=fact.source_id))
+    if outcome == "accepted":
+        return None
+    return reason + (f" (long-term memory backs the claim: verified fact {fact.fact_id}, source "
+                     f"{fact.source_id}, joins the facts)")
+
+
+def _model_rejections(turn: Turn, candidates: list[AgentMessage]) -> dict[str, str]:
+    """The conclusions the model rejects of those the code checks passed (one call)."""
+    ids = [m.msg_id for m in candidates]
+    review = turn.ask("Review each conclusion on the whiteboard: is it relevant to the goal and supported by "
+                      "its sources? One verdict per message id.", Review, enums={"msg_id": ids},
+                      max_items={"verdicts": len(ids)})
+    rejected: dict[str, str] = {}
+    decided: set[str] = set()
+    for verdict in review.verdicts:  # the first verdict on a message counts; repeats are noise
+        if verdict.msg_id not in ids or verdict.msg_id in decided:
+            continue
+        decided.add(verdict.msg_id)
+        if verdict.verdict == "reject":
+            rejected[verdict.msg_id] = f"critic: {verdict.reason}"
+    return rejected
+
+
+def _confirmed_facts(turn: Turn, accepted: list[AgentMessage], from_memory: dict[str, Fact]) -> list[Fact]:
+    """The memory facts that backed a conclusion, and each run fact an accepted
+    conclusion states from its own sources, marked confirmed by its sender and the Critic."""
+    confirmed = list(from_memory.values())
+    for message in accepted:
+        for fact in turn.all_facts():
+            if fact.source_id in message.body.references and states(message, fact):
+                confirmed.append(fact.model_copy(update={"confirmed_by": (message.header.sender, turn.role.name)}))
+    return confirmed
+
+
+def _publish_review(turn: Turn, accepted: list[AgentMessage], rejected: dict[str, str]) -> None:
     summary = f"{len(accepted)} conclusion(s) accepted, {len(rejected)} rejected"
     if rejected:
         summary += ": " + "; ".join(f"{k}: {v}" for k, v in rejected.items())
@@ -178,7 +220,7 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
         draft, log = repair_draft(draft, texts, turn.all_facts(), question=charter.goal, check=code_problems)
         repairs = tuple(log)
         for line in log:
-            turn.ctx.log.event("report_repair", agent="critic", round=turn.round, repair=line)
+            turn.ctx.log.write(ReportRepair(agent="critic", round=turn.round, repair=line))
     footer = sent.footer
     checks = acceptance(draft, charter)
     language = charter_language(charter)
@@ -193,8 +235,8 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
         raise AssertionError(f"report repair left problems: {remaining[0].line()}")
     turn.extra["report"] = Report(markdown=markdown, cited_sources=tuple(cited), round=turn.round,
                                   revision=revisions, accepted=True, repairs=repairs)
-    turn.ctx.log.event("report_accepted", agent="critic", round=turn.round, repairs=len(repairs),
-                       cited=len(cited), criteria=checks)
+    turn.ctx.log.write(ReportAccepted(agent="critic", round=turn.round, repairs=len(repairs),
+                                      cited=len(cited), criteria=checks))
     gaps = _gaps(turn)
     if gaps and turn.round < charter.max_rounds:
         turn.publish(MsgType.CRITIQUE, "No verified evidence yet for: " + "; ".join(gaps), to="plan",

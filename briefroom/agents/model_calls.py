@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from briefroom.agents.run_context import RunContext
 from briefroom.errors import FatalBreaker
+from briefroom.events import LlmCall
 from briefroom.models.cassette import serialize_messages
 from briefroom.protocol.prompt_assembly import BuiltPrompt
 
@@ -46,15 +47,16 @@ class CallLog:
         ctx.charge(prompt_tokens + completion)
         sections = {**prompt.section_tokens, "turns": turns}
         build = prompt.stats.summary()
-        ctx.log.event("llm_call", agent=self.role, round=self.round, purpose=purpose, attempt=attempt,
-                      provider=handle.provider, model=handle.model_name, messages=serialize_messages(messages),
-                      sections=sections, prompt_tokens=prompt_tokens, budget=prompt.budget,
-                      use_pct=round(100 * prompt_tokens / prompt.budget, 1), prefix_hash=prompt.prefix_hash,
-                      build=build, compaction=bool(build["changes"]),
-                      strategy=ctx.context_strategy, completion_tokens=completion,
-                      cached_tokens=cached_prompt_tokens(reply),
-                      served_prompt_tokens=reply.usage_metadata["input_tokens"] if reply.usage_metadata else None,
-                      latency_ms=round(latency * 1000, 1), response=serialize_messages([reply])[0])
+        ctx.log.write(LlmCall(
+            agent=self.role, round=self.round, purpose=purpose, attempt=attempt,
+            provider=handle.provider, model=handle.model_name, messages=serialize_messages(messages),
+            sections=sections, prompt_tokens=prompt_tokens, budget=prompt.budget,
+            use_pct=round(100 * prompt_tokens / prompt.budget, 1), prefix_hash=prompt.prefix_hash,
+            build=build, compaction=bool(build["changes"]),
+            strategy=ctx.context_strategy, completion_tokens=completion,
+            cached_tokens=cached_prompt_tokens(reply),
+            served_prompt_tokens=reply.usage_metadata["input_tokens"] if reply.usage_metadata else None,
+            latency_ms=round(latency * 1000, 1), response=serialize_messages([reply])[0]))
         ctx.progress(self.round, self.role, f"{purpose} ({prompt_tokens}/{prompt.budget} tokens)")
 
     def turn_tokens(self, prompt: BuiltPrompt, messages: list[BaseMessage]) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
+from briefroom.events import Clarification, MemoryReuse, PlanReview, ReviewedTask
 from briefroom.memory.rules import terms
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
@@ -173,8 +174,8 @@ def plan(turn: Turn) -> tuple[list[tuple[str, Instruction]], int]:
     planned = []
     for number, (question, known) in enumerate(zip(questions, answered_by(turn, questions, remembered)), start=1):
         if known is not None and len(questions) > 1 and question is not questions[-1]:
-            turn.ctx.log.event("memory_reuse", agent="planner", round=turn.round, question=question,
-                               fact=known.fact_id, source=known.source_id)
+            turn.ctx.log.write(MemoryReuse(agent="planner", round=turn.round, question=question,
+                                           fact=known.fact_id, source=known.source_id))
             turn.note(f"answered from memory: {question} -> {known.fact_id}")
             continue
         planned.append((question, envelope(turn, question, number, gap_messages, tasks, root)))
@@ -214,8 +215,8 @@ def take_clarifications(turn: Turn, review: ReviewState) -> None:
     answer = turn.ask_user(request)
     assert isinstance(answer, ClarifyAnswer)
     answers = [*answer.answers, *[""] * (len(request.questions) - len(answer.answers))]
-    turn.ctx.log.event("clarification", agent=turn.worker, round=turn.round, questions=request.questions,
-                       answers=answers)
+    turn.ctx.log.write(Clarification(agent=turn.worker, round=turn.round, questions=request.questions,
+                                     answers=answers))
     added = clarified_constraints(request, answer)
     if added:  # the plan, made next turn, and every later prompt read them in the charter
         turn.extra["charter"] = turn.charter.model_copy(update={"constraints": (*turn.charter.constraints, *added)})
@@ -240,9 +241,10 @@ def take_plan_review(turn: Turn, review: ReviewState) -> None:
                                                  max_tasks=MAX_QUESTIONS))
     assert isinstance(answer, PlanAnswer)
     after = reviewed_tasks(before, answer, turn.round)
-    turn.ctx.log.event("plan_review", agent=turn.worker, round=turn.round,
-                       before=[t.model_dump() for t in before], after=[t.model_dump() for t in after],
-                       accepted=not answer.changes, note=answer.note)
+    turn.ctx.log.write(PlanReview(agent=turn.worker, round=turn.round,
+                                  before=[ReviewedTask(task_id=t.task_id, question=t.question) for t in before],
+                                  after=[ReviewedTask(task_id=t.task_id, question=t.question) for t in after],
+                                  accepted=not answer.changes, note=answer.note))
     root, gaps = root_task(turn), turn.unread_of(MsgType.CRITIQUE)
     planned = []
     for task in after:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from briefroom.agents.base import Role, Turn, passage_items
 from briefroom.agents.tool_loop import stop_if_a_tool_broke
 from briefroom.corpus.tools import LocalSearchArgs, LocalSearchResult, ReadSourceResult
+from briefroom.events import ClaimRejected, Fallback, ToolCall, ToolResult
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.extraction import content_words, extract_facts, relevance
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
@@ -117,7 +118,7 @@ def search(turn: Turn, instruction: AgentMessage, task_id: str | None,
         # The model did not search for the question (no search, a failed one, or a query
         # about something else): search the question itself so the round still rests on
         # retrieved text, and say so in the log.
-        turn.ctx.log.event("fallback", agent="searcher", round=turn.round, reason="no local_search for the question")
+        turn.ctx.log.write(Fallback(agent="searcher", round=turn.round, reason="no local_search for the question"))
         outcomes.append(run_tool(turn.ctx.tools["local_search"], f"fallback-{instruction.msg_id}",
                                  LocalSearchArgs(query=question[:400]).model_dump()))
     calls += outcomes
@@ -149,8 +150,8 @@ def search(turn: Turn, instruction: AgentMessage, task_id: str | None,
         claim = Claim(text=" ".join(finding.claim.split()), source_ids=list(dict.fromkeys(finding.source_ids)))
         if claim_problems(claim, texts):
             fact = closest_fact(claim, [f for f in turn.all_facts() if f.source_id in ids], texts)
-            turn.ctx.log.event("claim_rejected", agent="searcher", round=turn.round, claim=claim.text,
-                               replaced_by=fact.fact_id if fact else None)
+            turn.ctx.log.write(ClaimRejected(agent="searcher", round=turn.round, claim=claim.text,
+                                             replaced_by=fact.fact_id if fact else None))
             if fact is None:
                 continue
             claim = Claim(text=fact.text, source_ids=[fact.source_id])
@@ -243,12 +244,12 @@ def read_found(turn: Turn, outcomes: list[ToolOutcome], question: str) -> list[T
     for n, url in enumerate(urls[:WEB_READS_PER_QUESTION]):
         call_id = f"read_{hashlib.sha256(f'{turn.worker}|{turn.round}|{question}|{url}'.encode()).hexdigest()[:12]}_{n}"
         args = {"url": url, "query": question[:400]}
-        ctx.log.event("tool_call", agent=turn.worker, round=turn.round, tool="fetch_url", call_id=call_id, args=args)
+        ctx.log.write(ToolCall(agent=turn.worker, round=turn.round, tool="fetch_url", call_id=call_id, args=args))
         outcome = run_tool(tool, call_id, args, tools=ctx.tools, task=question)
         size = len(json.dumps(outcome.result.model_dump() if outcome.result else outcome.error).encode())
-        ctx.log.event("tool_result", agent=turn.worker, round=turn.round, tool="fetch_url", call_id=call_id,
-                      ok=outcome.ok, bytes=size, trimmed=False, artifact=None, attempts=outcome.attempts,
-                      redactions=outcome.redaction_counts(), error=outcome.error)
+        ctx.log.write(ToolResult(agent=turn.worker, round=turn.round, tool="fetch_url", call_id=call_id,
+                                 ok=outcome.ok, bytes=size, trimmed=False, artifact=None, attempts=outcome.attempts,
+                                 redactions=outcome.redaction_counts(), error=outcome.error))
         if outcome.result is not None:
             ctx.add_tool_output(turn.clock(), outcome.result.model_dump_json())
         done.append(outcome)

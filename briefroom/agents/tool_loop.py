@@ -22,6 +22,7 @@ from briefroom.agents.model_calls import check_run_budget
 from briefroom.agents.run_context import RunContext
 from briefroom.agents.structured import MAX_CONTRACT_RETRIES
 from briefroom.errors import ConfigError, EngineeringFailure
+from briefroom.events import BudgetStop, ContractErrorEvent, ToolCall, ToolResult
 from briefroom.protocol.calls import normalize_calls, run_calls
 from briefroom.protocol.envelope import envelope
 from briefroom.protocol.prompt_assembly import mark_data
@@ -57,7 +58,7 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
             break  # results so far are enough; the budget is for the Writer now
         if taken and prompt.total_tokens + turn.calls.turn_tokens(prompt, messages) > prompt.budget:
             # Tool results would push the prompt past the role's budget: stop calling tools.
-            ctx.log.event("budget_stop", agent=turn.worker, round=turn.round, budget=prompt.budget)
+            ctx.log.write(BudgetStop(agent=turn.worker, round=turn.round, budget=prompt.budget))
             break
         check_run_budget(ctx)
         reply, latency = handle.invoke(messages, tools=definitions,
@@ -70,8 +71,8 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
                                 used_ids)
         messages.append(reply.model_copy(update={"tool_calls": calls}))
         for call in calls:
-            ctx.log.event("tool_call", agent=turn.worker, round=turn.round, tool=call["name"],
-                          call_id=call["id"], args=call["args"])
+            ctx.log.write(ToolCall(agent=turn.worker, round=turn.round, tool=call["name"],
+                                   call_id=call["id"], args=call["args"]))
         results = run_calls(calls, lambda call: _run_call(ctx, tools, call, task))
         invalid = []
         for call, outcome in zip(calls, results):
@@ -79,15 +80,15 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
             for done in outcome.outcomes():
                 if done.result is not None:
                     ctx.add_tool_output(turn.clock(), done.result.model_dump_json())
-            ctx.log.event("tool_result", agent=turn.worker, round=turn.round, tool=outcome.tool,
-                          call_id=call["id"], ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
-                          shown_bytes=len(env.text.encode()), budget_tokens=env.budget_tokens,
-                          tokens_before=env.tokens_before, tokens_after=env.tokens_after,
-                          artifact=env.artifact, attempts=outcome.attempts,
-                          redactions=outcome.redaction_counts(),
-                          fallback=outcome.fallback.tool if outcome.fallback else None,
-                          fallback_ok=outcome.fallback.ok if outcome.fallback else None,
-                          error=outcome.error)
+            ctx.log.write(ToolResult(agent=turn.worker, round=turn.round, tool=outcome.tool,
+                                     call_id=call["id"], ok=outcome.ok, bytes=env.full_bytes, trimmed=env.trimmed,
+                                     shown_bytes=len(env.text.encode()), budget_tokens=env.budget_tokens,
+                                     tokens_before=env.tokens_before, tokens_after=env.tokens_after,
+                                     artifact=env.artifact, attempts=outcome.attempts,
+                                     redactions=outcome.redaction_counts(),
+                                     fallback=outcome.fallback.tool if outcome.fallback else None,
+                                     fallback_ok=outcome.fallback.ok if outcome.fallback else None,
+                                     error=outcome.error))
             outcomes.extend(outcome.outcomes())
             messages.append(ToolMessage(content=env.text, tool_call_id=call["id"]))
             if outcome.error and outcome.error.get("error") == "contract_error":
@@ -95,8 +96,8 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
         if invalid:
             problems = "; ".join(f"{o.tool}: {o.error['message']}" for o in invalid if o.error)
             exhausted = corrections >= MAX_CONTRACT_RETRIES
-            ctx.log.event("contract_error", agent=turn.worker, round=turn.round, kind="tool_arguments",
-                          attempt=corrections, error=problems[:600], exhausted=exhausted)
+            ctx.log.write(ContractErrorEvent(agent=turn.worker, round=turn.round, kind="tool_arguments",
+                                             attempt=corrections, error=problems[:600], exhausted=exhausted))
             if exhausted:
                 break  # the structured errors above are the answer; no more calls
             corrections += 1

@@ -17,6 +17,7 @@ import hashlib
 
 from briefroom.agents.base import Role, Turn
 from briefroom.errors import ContractError
+from briefroom.events import Fallback, MemoryReuse, ReportRepair
 from briefroom.memory.reading import memory_item, memory_reader, remembered_fact, unused_facts
 from briefroom.prompts import load_template, render
 from briefroom.protocol.bus import Subscription
@@ -178,12 +179,12 @@ def write_verified(turn: Turn, task: str, allowed: list[str], facts: list[Fact])
     if sent_back:
         turn.note(f"sent {sent_back} sentence(s) back to the model once with the reasons")
     for repair in repairs:
-        turn.ctx.log.event("report_repair", agent=turn.role.name, round=turn.round, repair=repair.line())
+        turn.ctx.log.write(ReportRepair(agent=turn.role.name, round=turn.round, repair=repair.line()))
     return settled, repairs
 
 
 def _gave_up(turn: Turn, reason: str, exc: ContractError) -> None:
-    turn.ctx.log.event("fallback", agent=turn.worker, round=turn.round, reason=f"{reason}: {str(exc)[:200]}")
+    turn.ctx.log.write(Fallback(agent=turn.worker, round=turn.round, reason=f"{reason}: {str(exc)[:200]}"))
     turn.note(f"{reason}; the report quotes verified sentences instead")
 
 
@@ -239,8 +240,8 @@ def fill_from_memory(turn: Turn, gaps: list[str], asked: set[str]) -> list[Fact]
             continue
         used.append(fact)
         turn.add_sources([record])
-        turn.ctx.log.event("memory_reuse", agent=turn.role.name, round=turn.round, question=filled,
-                           fact=fact.fact_id, source=fact.source_id)
+        turn.ctx.log.write(MemoryReuse(agent=turn.role.name, round=turn.round, question=filled,
+                                       fact=fact.fact_id, source=fact.source_id))
     if used:
         turn.add_facts(used)
         marked = turn.extra.setdefault("memory_used", {}).setdefault(turn.role.name, [])

@@ -17,6 +17,7 @@ from langgraph.types import Overwrite, Send, interrupt
 
 from briefroom.agents.base import Role, Turn, finishing_update
 from briefroom.agents.run_context import RunContext
+from briefroom.events import RoundEnd
 from briefroom.graph.routing import ROUND_END, next_speaker, roles_with_unread
 from briefroom.graph.summary import summarize_round
 from briefroom.protocol.bus import Bus
@@ -111,9 +112,9 @@ def round_end(state: AgentState, runtime: Runtime[RunContext], roles: list[Role]
         update["round"] = current + 1
     # Each message's archive policy decides what the state keeps of it (the log keeps all).
     discarded = [m.msg_id for m in expired if m.metadata.archive_policy is ArchivePolicy.DISCARD]
-    ctx.log.event("round_end", round=current, expired=[m.msg_id for m in expired], live=len(live),
-                  pending=pending, done=done, discarded=discarded,
-                  report_accepted=bool((report := state.get("report")) and report.accepted))
+    ctx.log.write(RoundEnd(round=current, expired=[m.msg_id for m in expired], live=len(live),
+                           pending=pending, done=done, discarded=discarded,
+                           report_accepted=bool((report := state.get("report")) and report.accepted)))
     ctx.progress(current, "round_end", "done" if done else "next round")
     update.update({"whiteboard": Overwrite(live),
                    "archive": [m for m in expired if m.metadata.archive_policy is not ArchivePolicy.DISCARD]})

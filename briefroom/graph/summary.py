@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from briefroom.agents.base import Role, Turn
 from briefroom.agents.prompting import message_item
 from briefroom.errors import ContractError
+from briefroom.events import RoundSummaryEvent, SummaryPointReplaced
 from briefroom.protocol.extraction import content_words, numbers_in
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.payloads import Conclusion, Critique, Instruction
@@ -111,8 +112,8 @@ def summarize_round(state: AgentState, ctx, replaced: list[AgentMessage]) -> Rou
         unsourced_number = not claim.source_ids and numbers_in(point.text)
         if unsourced_number or (claim.source_ids and claim_problems(claim, texts)):
             fact = closest_fact(claim, facts, texts)
-            ctx.log.event("summary_point_replaced", round=current, text=point.text,
-                          replaced_by=fact.fact_id if fact else None)
+            ctx.log.write(SummaryPointReplaced(round=current, text=point.text,
+                                               replaced_by=fact.fact_id if fact else None))
             if fact is None:
                 continue
             point = SummaryPoint(text=fact.text, source_ids=(fact.source_id,))
@@ -128,7 +129,7 @@ def summarize_round(state: AgentState, ctx, replaced: list[AgentMessage]) -> Rou
             if _verified_line(line, facts, texts, refs):
                 kept.append(line)
             else:
-                ctx.log.event("summary_point_replaced", round=current, text=line, replaced_by=None)
+                ctx.log.write(SummaryPointReplaced(round=current, text=line, replaced_by=None))
         return tuple(kept)
 
     charter = state["charter"]
@@ -139,6 +140,6 @@ def summarize_round(state: AgentState, ctx, replaced: list[AgentMessage]) -> Rou
         fact_refs=tuple(f.fact_id for f in facts), next_action=next(iter(judged((draft.next_action,))), ""),
         tasks=round_tasks(state, current))
     record = RoundRecord(round=current, summary=summary, replaced=tuple(m.msg_id for m in replaced))
-    ctx.log.event("round_summary", round=current, summary=summary.model_dump(mode="json"),
-                  replaced=list(record.replaced))
+    ctx.log.write(RoundSummaryEvent(round=current, summary=summary.model_dump(mode="json"),
+                                    replaced=list(record.replaced)))
     return record

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from briefroom.config import Settings
 from briefroom.corpus.index import CorpusIndex
+from briefroom.events import MemoryRead, MemoryReadItem
 from briefroom.memory.namespace import Namespace, Scope
 from briefroom.memory.rules import FACT_THRESHOLD
 from briefroom.memory.zones import MemoryBackend, Recalled
@@ -54,8 +55,8 @@ def read_memory(memory: MemoryBackend, ns: Namespace, settings: Settings, goal: 
                 best[r.item_id] = r
     recalled = sorted(best.values(), key=lambda r: -r.score)[:8]
     skills = memory.skills_for(goal, ns, scope, threshold=settings.recall_threshold)
-    log.event("memory_read", agent=readers, scope=scope, threshold=settings.recall_threshold,
-              fact_threshold=settings.fact_threshold, items=[_logged(r) for r in [*recalled, *skills]])
+    log.write(MemoryRead(agent=readers, scope=scope, threshold=settings.recall_threshold,
+                         fact_threshold=settings.fact_threshold, items=[_logged(r) for r in [*recalled, *skills]]))
     items = []
     for order, r in enumerate([*skills, *recalled]):
         attrs = {"id": r.item_id, "zone": r.zone, "similarity": str(r.similarity)}
@@ -94,9 +95,9 @@ def remembered_facts(recalled: list[Recalled], index: CorpusIndex) -> tuple[list
     return facts, sources
 
 
-def _logged(r: Recalled) -> dict[str, Any]:
+def _logged(r: Recalled) -> MemoryReadItem:
     """A recalled item as a `memory_read` event lists it."""
-    return {"id": r.item_id, "zone": r.zone, "similarity": r.similarity, "score": r.score, "provenance": r.provenance}
+    return MemoryReadItem(id=r.item_id, zone=r.zone, similarity=r.similarity, score=r.score, provenance=r.provenance)
 
 
 # --- decision points ------------------------------------------------------------------
@@ -157,8 +158,8 @@ class MemoryReader:
 
     def log(self, log: RunLog, agent: str, found: list[Recalled]) -> None:
         """A lookup at a decision point, logged as every memory read is."""
-        log.event("memory_read", agent=agent, scope=self.scope, threshold=self.threshold,
-                  fact_threshold=self.fact_threshold, items=[_logged(r) for r in found])
+        log.write(MemoryRead(agent=agent, scope=self.scope, threshold=self.threshold,
+                             fact_threshold=self.fact_threshold, items=[_logged(r) for r in found]))
 
 
 def recall_tool(reader: MemoryReader) -> Tool:

@@ -13,6 +13,7 @@ from langgraph.types import Command
 
 from briefroom import runs
 from briefroom.agents.run_context import RunContext
+from briefroom.events import RunPaused
 from briefroom.files import write_atomic
 from briefroom.graph.routing import ROUND_END
 from briefroom.records import Charter
@@ -32,8 +33,9 @@ def drive(parts: RunParts, hooks: RunHooks, stop_after_round: int | None) -> Run
     state: AgentState = snapshot.values  # type: ignore[assignment]
     if snapshot.next:  # the checkpoint holds everything
         asked = pending_request(snapshot)
-        parts.log.event("run_paused", round=record.round, next=list(snapshot.next),
-                        **({"waiting_for": asked.kind} if asked else {}))
+        # waiting_for is on the line only when the run waits for its user
+        parts.log.write(RunPaused(round=record.round, next=list(snapshot.next), waiting_for=asked.kind) if asked
+                        else RunPaused(round=record.round, next=list(snapshot.next)))
         runs.update(run_dir, record, status="paused")
         return RunResult(run_dir, None, state, parts.pool.labels, parts.log.events, status="paused",
                          waiting_for=asked)

@@ -12,6 +12,7 @@ from typing import Any
 
 from briefroom import runs
 from briefroom.config import Settings
+from briefroom.events import ErrorEvent, Interrupted
 from briefroom.llm import ModelPool
 from briefroom.protocol.redaction import redact_text
 from briefroom.review import Reviewer
@@ -83,8 +84,8 @@ def _record_ending(run_dir: Path, record: runs.RunRecord, log: RunLog | None, ex
     if log is not None:
         with contextlib.suppress(Exception):  # a full disk must not hide the status below
             if status == "interrupted":
-                log.event("interrupted", round=record.round, resume=runs.resume_command(run_dir))
+                log.write(Interrupted(round=record.round, resume=runs.resume_command(run_dir)))
             else:
-                log.event("error", kind=type(exc).__name__, message=str(exc)[:1000],
-                          traceback=traceback.format_exc(limit=12)[-4000:])
+                log.write(ErrorEvent(kind=type(exc).__name__, message=str(exc)[:1000],
+                                     traceback=traceback.format_exc(limit=12)[-4000:]))
     runs.update(run_dir, record, status=status, error=redact_text(reason), resumable=resumable)

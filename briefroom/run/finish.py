@@ -9,6 +9,7 @@ import json
 import time
 
 from briefroom.errors import BriefroomError
+from briefroom.events import MemoryGates, RunEnd
 from briefroom.files import write_atomic
 from briefroom.memory.gates import TeamRoles, apply_gates
 from briefroom.models.served_tokens import ServedTokenCounter
@@ -44,10 +45,11 @@ def finish(parts: RunParts, state: AgentState) -> RunResult:
         started = time.perf_counter()
         decisions = apply_gates(memory, namespace, run_dir.name, state, [t for _, t in ctx.transcript],
                                 record.used_skills, log, TeamRoles.of(ctx.bus))
-        log.event("memory_gates", seconds=round(time.perf_counter() - started, 4),
-                  written=sum(d.accepted for d in decisions), rejected=sum(not d.accepted for d in decisions))
-    log.event("run_end", accepted=report.accepted, repairs=len(report.repairs), rounds=state.get("round"),
-              cited=list(report.cited_sources), tokens_used=ctx.tokens_used, budget=settings.max_tokens)
+        log.write(MemoryGates(seconds=round(time.perf_counter() - started, 4),
+                              written=sum(d.accepted for d in decisions),
+                              rejected=sum(not d.accepted for d in decisions)))
+    log.write(RunEnd(accepted=report.accepted, repairs=len(report.repairs), rounds=state.get("round"),
+                     cited=list(report.cited_sources), tokens_used=ctx.tokens_used, budget=settings.max_tokens))
     if recorder is not None and request.record is not None:
         from briefroom.scenario import RecordedHandle, write_scenario
 

@@ -8,6 +8,7 @@ import contextlib
 from pathlib import Path
 
 from briefroom.config import Settings
+from briefroom.events import HandleInfo, Models, ModelServer
 from briefroom.llm import ModelPool, build_pool, embedded_model_file, embedded_slots, needs_embedded_server
 from briefroom.models.cassette import Cassette
 from briefroom.models.embedded import EmbeddedServer
@@ -28,8 +29,8 @@ def model_pool(settings: Settings, request: ResearchRequest, names: list[str], r
                                                     log_path=run_dir / "llama-server.log", threads=settings.threads,
                                                     slots=embedded_slots(names, settings.parallel)))
         embedded_url, slots, profile = server.base_url, server.slots, server.profile
-        log.event("model_server", base_url=embedded_url, model_path=server.model_path.name, threads=server.threads,
-                  batch_threads=server.batch_threads, free_cores=server.free_cores, slots=server.slots)
+        log.write(ModelServer(base_url=embedded_url, model_path=server.model_path.name, threads=server.threads,
+                              batch_threads=server.batch_threads, free_cores=server.free_cores, slots=server.slots))
         say(0, "model", f"llama.cpp: {server.threads} thread(s) generating, {server.batch_threads} reading prompts"
             + (f" ({server.free_cores:.1f} core(s) free)" if server.free_cores is not None else "")
             + f", {server.slots} slot(s)")
@@ -40,8 +41,8 @@ def model_pool(settings: Settings, request: ResearchRequest, names: list[str], r
             handle = pool.handles[role]
             handle.label, handle.tool_mode = recorded.label, recorded.tool_mode
             handle.structured_mode, handle.context_window = recorded.structured_mode, recorded.context_window
-    log.event("models", handles={n: {"provider": h.provider, "model": h.model_name, "label": h.label}
-                                 for n, h in pool.handles.items()})
+    log.write(Models(handles={n: HandleInfo(provider=h.provider, model=h.model_name, label=h.label)
+                              for n, h in pool.handles.items()}))
     return pool
 
 

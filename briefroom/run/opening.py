@@ -16,7 +16,7 @@ from typing import Any
 from briefroom import runs
 from briefroom.agents.run_context import RunContext
 from briefroom.corpus.index import CorpusIndex, SyncStats
-from briefroom.events import ResumedAfter, RunResume
+from briefroom.events import Index, ResumedAfter, RunResume, RunStart, SkippedFile
 from briefroom.files import write_atomic
 from briefroom.memory.reading import read_memory, remembered_facts
 from briefroom.memory.zones import MemoryBackend, Recalled
@@ -57,11 +57,11 @@ def begin(launch: RunLaunch, thread: Thread, log: RunLog, moved: MovedAside, cha
                             moved_lines=moved.lines, after=moved.stop or ResumedAfter(event="killed"),
                             documents=stats.documents, settings=record.settings))
         return Opening(_load_memory_items(run_dir))
-    log.event("run_start", question=charter.goal, rounds=charter.max_rounds, roles=[r.name for r in thread.roles],
-              corpus=[str(p) for p in launch.request.corpus])
-    log.event("index", documents=stats.documents, embedded_chunks=stats.embedded_chunks,
-              reused_documents=stats.reused_documents, seconds=index_seconds,
-              skipped=[{"path": s.path, "reason": s.reason} for s in stats.skipped])
+    log.write(RunStart(question=charter.goal, rounds=charter.max_rounds, roles=[r.name for r in thread.roles],
+                       corpus=[str(p) for p in launch.request.corpus]))
+    log.write(Index(documents=stats.documents, embedded_chunks=stats.embedded_chunks,
+                    reused_documents=stats.reused_documents, seconds=index_seconds,
+                    skipped=[SkippedFile(path=s.path, reason=s.reason) for s in stats.skipped]))
     items: list[Item] = []
     used_skills: list[str] = []
     recalled: list[Recalled] = []

@@ -15,6 +15,7 @@ from briefroom.agents.base import Role
 from briefroom.agents.registry import bus_for, discover
 from briefroom.config import Settings
 from briefroom.errors import ConfigError
+from briefroom.events import RunRestart
 from briefroom.graph.builder import build_graph
 from briefroom.graph.summary import SUMMARIZER
 from briefroom.mcp.servers import McpServers, open_servers
@@ -102,7 +103,7 @@ def charter_of(launch: RunLaunch, thread: Thread, log: RunLog, moved: MovedAside
         notice = (f"starting over (checkpoints.sqlite is missing); the earlier log ({moved.lines} events) "
                   "is in run.interrupted.jsonl")
         say(0, "resume", notice)
-        log.event("run_restart", reason=notice, moved_lines=moved.lines)
+        log.write(RunRestart(reason=notice, moved_lines=moved.lines))
     charter = make_charter(launch.request, launch.settings, thread.roles)
     (launch.run_dir / "charter.json").write_text(charter.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return charter

@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn, passage_items
+from briefroom.events import ClaimRejected
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType
 from briefroom.records import Claim
@@ -63,8 +64,8 @@ def step(turn: Turn) -> None:
                 why.setdefault(check.msg_id, "the model found no passage stating it")
     for message in held:
         if message.msg_id in why:
-            turn.ctx.log.event("claim_rejected", agent=turn.role.name, round=turn.round, claim=message.body.content,
-                               replaced_by=None)
+            turn.ctx.log.write(ClaimRejected(agent=turn.role.name, round=turn.round, claim=message.body.content,
+                                             replaced_by=None))
             turn.note(f"held back {message.msg_id}: {why[message.msg_id]}")
         else:
             turn.forward(message)

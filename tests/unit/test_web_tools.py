@@ -14,6 +14,7 @@ from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.envelope import envelope
 from briefroom.protocol.tools import run_tool
 from briefroom.report.checks import split_report
+from briefroom.runlog import RunLog
 from briefroom.web.cache import WebCache
 from briefroom.web.fetch import Fetcher, RateLimiter
 from briefroom.web.index import WebIndex
@@ -139,10 +140,9 @@ def test_a_large_result_is_offloaded_like_any_tool_result(web, tmp_path):
 
 
 def test_read_found_opens_the_first_results_nobody_opened(web):
-    events = []
+    log = RunLog(None)
     tools = web.tools()
-    ctx = SimpleNamespace(tools=tools, log=SimpleNamespace(event=lambda kind, **f: events.append((kind, f))),
-                          add_tool_output=lambda clock, text: None)
+    ctx = SimpleNamespace(tools=tools, log=log, add_tool_output=lambda clock, text: None)
     turn = SimpleNamespace(ctx=ctx, role=SimpleNamespace(tools=("local_search",),
                                                           optional_tools=("web_search", "fetch_url")),
                            worker="searcher", round=1, clock=lambda: (1, 0))
@@ -150,7 +150,7 @@ def test_read_found_opens_the_first_results_nobody_opened(web):
     done = read_found(turn, [searched], "How big is the cloud market?")
     assert len(done) == WEB_READS_PER_QUESTION and all(o.ok for o in done)
     assert [o.args["url"] for o in done] == ["https://news.example/cloud", "https://news.example/long"]
-    assert [k for k, _ in events] == ["tool_call", "tool_result"] * 2
+    assert [e.event for e in log.events] == ["tool_call", "tool_result"] * 2
     # a role without fetch_url, or a run without it, reads nothing
     turn.role = SimpleNamespace(tools=("local_search",), optional_tools=())
     assert read_found(turn, [searched], "q") == []
