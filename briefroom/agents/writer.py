@@ -267,14 +267,17 @@ def ask_searcher(turn: Turn, parts: list[str]) -> None:
         turn.publish(MsgType.QUESTION, text, to="search", payload=Question(), priority=Priority.P1)
 
 
-def method_note(turn: Turn, sources: dict[str, SourceRecord], cited: list[str], language: str) -> str:
+def method_note(turn: Turn, sources: dict[str, SourceRecord], cited: list[str], language: str,
+                attributed: bool) -> str:
     """How the report was made, for its footer: rounds searched, documents read and cited,
     those read but left out (in the footer, past the checked body: its counts are the
-    run's, not the sources')."""
+    run's, not the sources'); that differing figures stand side by side only when the
+    report shows some with who gives them (`attributed`)."""
     lab = LABELS[language]
     left = [sources[sid].title for sid in sources if sid not in cited]
     left_out = lab["left_out"].format(titles="; ".join(left[:6]) + ("; …" if len(left) > 6 else "")) if left else ""
-    return lab["method"].format(rounds=turn.round, read=len(sources), cited=len(cited), left_out=left_out)
+    note = lab["method"].format(rounds=turn.round, read=len(sources), cited=len(cited), left_out=left_out)
+    return note + (lab["side_by_side"] if attributed else "")
 
 
 def compose(turn: Turn, draft: WriterDraft, sources: dict[str, SourceRecord]) -> ReportDraft:
@@ -318,7 +321,8 @@ def step(turn: Turn) -> None:
         ask_searcher(turn, _unanswered(report, parts))
     _, cited = render_markdown(report, sources, language=language)
     if cited:
-        footer += "\n\n" + method_note(turn, sources, cited, language)
+        attributed = any(c.attribution for s in report.sections for c in s.claims)
+        footer += "\n\n" + method_note(turn, sources, cited, language, attributed)
     markdown, cited = render_markdown(report, sources, footer=footer, language=language)
     revision = turn.state.get("revisions", 0)
     turn.extra["report"] = Report(markdown=markdown, cited_sources=tuple(cited), round=turn.round, revision=revision)

@@ -42,8 +42,8 @@ LABELS: dict[str, dict[str, str]] = {
         "not_said_heading": "What the documents do not say",
         "not_said_part": "{part}: no retrieved document answers this.",
         "method": "How this report was made: {rounds} round(s) of search over the corpus; {read} document(s) read, "
-                  "{cited} cited.{left_out} Every sentence was checked against the passages it cites; figures "
-                  "that differ are shown side by side with who gives them.",
+                  "{cited} cited.{left_out} Every sentence was checked against the passages it cites.",
+        "side_by_side": " Figures that differ are shown side by side with who gives them.",
         "left_out": " Read but not cited: {titles}.",
         "estimate": "{title} ({kind}): an estimate, not a measured figure",
         "says": "{title} ({kind})",
@@ -68,8 +68,8 @@ LABELS: dict[str, dict[str, str]] = {
         "summary": "摘要",
         "not_said_heading": "文档未说明的内容",
         "not_said_part": "{part}：检索到的文档均未回答。",
-        "method": "本报告的写法：在语料中检索 {rounds} 轮；阅读文档 {read} 份，引用 {cited} 份。{left_out}每个句子都已与其引用的段落核对；"
-                  "数据不一致时并列给出，并注明出处。",
+        "method": "本报告的写法：在语料中检索 {rounds} 轮；阅读文档 {read} 份，引用 {cited} 份。{left_out}每个句子都已与其引用的段落核对。",
+        "side_by_side": "数据不一致时并列给出，并注明出处。",
         "left_out": "已阅读但未引用：{titles}。",
         "estimate": "{title}（{kind}）：估计值，并非实测数据",
         "says": "{title}（{kind}）",

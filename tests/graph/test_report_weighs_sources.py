@@ -49,7 +49,11 @@ def test_the_report_has_its_shape_and_every_sentence_checks_out(run):
     headings = [line[3:] for line in report.splitlines() if line.startswith("## ")]
     assert headings[:2] == ["Short answer", "Executive summary"]
     assert "How many heat pumps were installed across Europe in 2025" in headings and headings[-1] == "Sources"
-    assert "How this report was made:" in report.split("\n---\n", 1)[1]
+    footer = report.split("\n---\n", 1)[1]
+    assert "How this report was made:" in footer
+    # the footer says figures stand side by side only where the body shows some with who gives them
+    attributed = any(" — *" in line for line in report.split("\n---\n", 1)[0].splitlines())
+    assert ("side by side with who gives them" in footer) == attributed
     texts = {d.source_id: d.text for d in load_corpus(CORPUS)}
     assert markdown_problems(report, texts) == []
     retrieved = set(json.loads((run / "sources.json").read_text())["sources"])

@@ -179,3 +179,17 @@ def test_a_sentence_the_model_repeats_with_a_word_changed_is_read_once():
     texts = [c.text for s in report.sections for c in s.claims] + [c.text for c in report.summary]
     assert sum(t.count("lower than expected") for t in texts) <= 2  # once in the summary, once in its section
     assert all(t.count("lower than expected") <= 1 for t in texts)
+
+
+def test_the_method_note_claims_side_by_side_figures_only_when_the_report_shows_them():
+    from types import SimpleNamespace
+
+    from briefroom.agents.writer import method_note
+
+    turn = SimpleNamespace(round=1)
+    sources = {"REG": SOURCES["REG"]}
+    for language in ("en", "zh"):
+        with_rivals = method_note(turn, sources, ["REG"], language, attributed=True)
+        without = method_note(turn, sources, ["REG"], language, attributed=False)
+        assert with_rivals.startswith(without) and with_rivals != without
+        assert LABELS[language]["side_by_side"] not in without
