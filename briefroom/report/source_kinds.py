@@ -95,6 +95,8 @@ _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
 # A year named as a target or a forecast's horizon ("by 2029", "until 2030", "forecast for 2026").
 _YEAR_AHEAD = re.compile(r"\b(?:by|until|till|through|before|forecasts? for|outlook for|expected in|planned for)\s+"
                          r"(?:the end of\s+)?((?:19|20)\d{2})(?!\d)", re.IGNORECASE)
+# The end of a span a title names ("Plan 2020–2035", "（2020—2035年）"): the horizon, not the date.
+_YEAR_RANGE_END = re.compile(r"(?<=\d)\s*[-–—~至到]\s*(?:19|20)\d{2}(?!\d)")
 _ISO_DATE = re.compile(r"(?<!\d)((?:19|20)\d{2}-[01]\d-[0-3]\d)(?!\d)")
 
 
@@ -142,7 +144,7 @@ def source_date(title: str, opening: str) -> str | None:
     iso = _ISO_DATE.search(opening)
     if iso:
         return iso.group(1)
-    in_title = _YEAR.findall(title)
+    in_title = _YEAR.findall(_YEAR_RANGE_END.sub("", title))
     if in_title:
         return max(in_title)
     ahead = {m.group(1) for m in _YEAR_AHEAD.finditer(opening)}

@@ -54,6 +54,9 @@ def test_a_year_the_document_looks_ahead_to_is_not_its_date():
     assert source_date("Cloud spending forecast raised again", news) == "2025"
     assert source_date("Plan", "Leakage of 15 percent by the end of 2029.") is None
     assert source_date("Registry", "In 2024 it counted 910. By 2027 it expects 1,200.") == "2024"
+    assert source_date("青川市国土空间总体规划（2020—2035年）公开征求意见稿", "") == "2020"  # a span's end is its horizon
+    assert source_date("Transport plan 2021-2030", "") == "2021"
+    assert source_date("Statistical yearbook 2025", "") == "2025"
 
 
 def test_every_rule_names_a_weighed_kind_and_authority_follows_the_issue_order():
