@@ -25,7 +25,7 @@ from briefroom.llm import ModelHandle, ModelPool
 from briefroom.models.deterministic import DeterministicChatModel
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.messages import MsgType, Priority, make_message
-from briefroom.protocol.payloads import AnyPayload, Critique, ReportMessage
+from briefroom.protocol.payloads import Critique, PayloadModel, ReportMessage
 from briefroom.protocol.prompt_assembly import Item, mark_data
 from briefroom.records import Charter, Claim, DraftSection, Fact, ReportDraft
 from briefroom.runlog import RunLog
@@ -50,7 +50,7 @@ def tool_output(round_no: int, k: int) -> str:
 
 
 
-def sample_payload(msg_type: MsgType, content: str) -> AnyPayload | None:
+def sample_payload(msg_type: MsgType, content: str) -> PayloadModel | None:
     """A minimal valid payload for a simulated message (what a real role would attach)."""
     if msg_type is MsgType.CRITIQUE:
         return Critique(kind="review")

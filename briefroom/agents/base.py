@@ -27,7 +27,7 @@ from briefroom.events import BusMessage, Compaction, ContractErrorEvent, Finishi
 from briefroom.protocol.budget import input_budget
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority, make_message
-from briefroom.protocol.payloads import TASK_FIELDS, AnyPayload, Conclusion, Instruction
+from briefroom.protocol.payloads import TASK_FIELDS, Conclusion, Instruction, PayloadModel
 from briefroom.protocol.prompt_assembly import BuiltPrompt, Item, mark_data
 from briefroom.protocol.tools import ToolOutcome
 from briefroom.records import Charter, Claim, Fact, SourceRecord, Worktable
@@ -91,6 +91,8 @@ class Role:
     def __post_init__(self) -> None:
         if self.finishing_duty not in (None, "draft", "check"):
             raise ValueError(f"role {self.name!r}: finishing_duty must be 'draft', 'check' or None")
+        for field_name in ("publications", "guards"):  # one instance per type name (`MsgType.of`)
+            object.__setattr__(self, field_name, tuple(MsgType.of(t) for t in getattr(self, field_name)))
         for field_name in ("after", "before"):
             entries = getattr(self, field_name)
             if any(not isinstance(e, str) or not e for e in entries):
@@ -229,7 +231,7 @@ class Turn:
 
     # --- acting --------------------------------------------------------------------
     def publish(self, msg_type: MsgType, content: str, *, to: str | None = None,
-                references: Iterable[str] = (), payload: AnyPayload | None = None,
+                references: Iterable[str] = (), payload: PayloadModel | None = None,
                 relation: str | None = None, supersedes: str | None = None, ttl: int = 2,
                 priority: Priority = Priority.P2) -> AgentMessage:
         """Put a message on the whiteboard for the role with capability `to` (None: for
@@ -239,7 +241,7 @@ class Turn:
                                         supersedes=supersedes, ttl_rounds=ttl, priority=priority))
 
     def reply(self, message: AgentMessage, msg_type: MsgType, content: str, *, references: Iterable[str] = (),
-              payload: AnyPayload | None = None, ttl: int = 2, priority: Priority = Priority.P1) -> AgentMessage:
+              payload: PayloadModel | None = None, ttl: int = 2, priority: Priority = Priority.P1) -> AgentMessage:
         """Answer `message` to its sender alone (`relation` = its id): the reply to a
         question goes back to whoever asked, whatever role that is."""
         return self._post(self._message(msg_type, content, receiver=message.header.sender,

@@ -18,7 +18,7 @@ from pathlib import Path
 from briefroom.agents.base import Role
 from briefroom.errors import ConfigError
 from briefroom.protocol.bus import Bus
-from briefroom.protocol.messages import MsgType
+from briefroom.protocol.messages import MsgType, message_types
 
 _NOT_ROLES = {"base", "registry", "run_context", "model_calls", "prompting", "structured", "tool_loop"}
 
@@ -114,16 +114,16 @@ class _Team:
     @classmethod
     def of(cls, roles: list[Role]) -> "_Team":
         return cls(holders={capability: r.name for r in roles for capability in r.capabilities},
-                   publishers={t: [r.name for r in roles if t in r.publications] for t in MsgType},
+                   publishers={t: [r.name for r in roles if t in r.publications] for t in message_types()},
                    readers={t: [r.name for r in roles if any(s.msg_type is t for s in r.subscriptions)]
-                            for t in MsgType},
-                   guards={t: {r.name for r in roles if t in r.guards} for t in MsgType})
+                            for t in message_types()},
+                   guards={t: {r.name for r in roles if t in r.guards} for t in message_types()})
 
     def named(self, entry: str, who: dict[MsgType, list[str]]) -> list[str]:
         """The roles an `after=`/`before=` entry names: a message type's publishers or
         readers (`who`), or a capability's holder (none when this team lacks it)."""
-        if entry in {t.value for t in MsgType}:
-            return who[MsgType(entry)]
+        if entry in who:
+            return who[MsgType.of(entry)]
         return [self.holders[entry]] if entry in self.holders else []
 
 

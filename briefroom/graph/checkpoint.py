@@ -22,7 +22,16 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from briefroom import faults
 from briefroom.files import store_file
 from briefroom.protocol.messages import AgentMessage, ArchivePolicy, Body, Header, Metadata, MsgType, Priority
-from briefroom.protocol.payloads import Answer, ArtifactRef, Conclusion, Critique, Instruction, Question, ReportMessage
+from briefroom.protocol.payloads import (
+    Answer,
+    ArtifactRef,
+    Conclusion,
+    Critique,
+    Instruction,
+    Question,
+    ReportMessage,
+    registered_payloads,
+)
 from briefroom.protocol.redaction import holds_secret, redact_deep
 from briefroom.records import (
     Charter,
@@ -39,6 +48,8 @@ from briefroom.records import (
     Worktable,
 )
 
+# MsgType is a string now; it stays listed so a checkpoint written when it was an enum
+# still reads back.
 STATE_TYPES = (Charter, Worktable, Fact, Passage, SourceRecord, Report, AgentMessage, Header, Body, Metadata,
                MsgType, Priority, ArchivePolicy, RoundRecord, RoundSummary, SummaryPoint,
                Instruction, ArtifactRef, Conclusion, Critique, Question, Answer, ReportMessage, ReportDraft,
@@ -62,7 +73,9 @@ class RedactingSerializer:
 
 
 def serializer() -> RedactingSerializer:
-    return RedactingSerializer(JsonPlusSerializer(allowed_msgpack_modules=list(STATE_TYPES)))
+    # payload classes roles registered (their own message types) are state values too
+    extra = [cls for cls in registered_payloads() if cls not in STATE_TYPES]
+    return RedactingSerializer(JsonPlusSerializer(allowed_msgpack_modules=[*STATE_TYPES, *extra]))
 
 
 class RunSaver(SqliteSaver):

@@ -25,7 +25,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from briefroom.errors import BriefroomError
-from briefroom.protocol.messages import BROADCAST, AgentMessage, MsgType, Priority
+from briefroom.protocol.messages import BROADCAST, AgentMessage, MsgType, Priority, unregistered
 
 
 class Subscription(BaseModel):
@@ -137,11 +137,20 @@ class Bus:
                  capabilities: dict[str, Iterable[str]] | None = None,
                  guards: dict[str, Iterable[MsgType]] | None = None):
         self._subscriptions = {role: tuple(subs) for role, subs in subscriptions.items()}
+        publications = {role: tuple(MsgType.of(t) for t in types) for role, types in publications.items()}
+        guards = {role: tuple(MsgType.of(t) for t in types) for role, types in (guards or {}).items()}
+        declared = {role: [*(s.msg_type for s in subs), *publications.get(role, ()), *guards.get(role, ())]
+                    for role, subs in self._subscriptions.items()}
+        for role, named in declared.items():
+            missing = unregistered(named)
+            if missing:
+                raise RoutingError(f"role {role!r} declares message type(s) {', '.join(missing)} that no payload "
+                                   "class is registered for (briefroom.protocol.payloads.register_payload)")
         self._publications = {role: frozenset(types) for role, types in publications.items()}
         self._holders = _one_role_each(capabilities or {}, "capability")  # capability -> its role
         # message type -> the roles it passes, in order (the order `guards` lists them)
         self._guards: dict[MsgType, tuple[str, ...]] = {}
-        for role, types in (guards or {}).items():
+        for role, types in guards.items():
             for msg_type in types:
                 self._guards[msg_type] = (*self._guards.get(msg_type, ()), role)
         # Messages are immutable and the table fixed for a run: route each message once,

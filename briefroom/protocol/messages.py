@@ -9,24 +9,83 @@ other outside this shape.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from enum import Enum
-from typing import TypeVar
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic_core import core_schema
 
-from briefroom.protocol.payloads import AnyPayload, Conclusion, Instruction, Payload, PayloadModel
+from briefroom.protocol.payloads import (
+    Conclusion,
+    Instruction,
+    Payload,
+    PayloadModel,
+    payload_class,
+    registered_payloads,
+    type_name,
+)
 
 BROADCAST = "broadcast"
 P = TypeVar("P", bound=PayloadModel)
 
 
-class MsgType(str, Enum):
-    INSTRUCTION = "instruction"
-    CONCLUSION = "conclusion"
-    REPORT = "report"
-    CRITIQUE = "critique"
-    QUESTION = "question"
-    ANSWER = "answer"
+class MsgType(str):
+    """A message type: the name a payload class carries (`payloads.register_payload`).
+    The set is open, so this is a string, not an enum; each name has one instance
+    (`MsgType.of`), so `header.msg_type is MsgType.CONCLUSION` holds, and the framework's
+    own types are attributes. A name may be declared (subscribed to, published) before
+    the file registering its payload is loaded; the bus checks every declared type has a
+    payload when the team is assembled, and a message is built only with one."""
+
+    INSTRUCTION: ClassVar[MsgType]
+    CONCLUSION: ClassVar[MsgType]
+    REPORT: ClassVar[MsgType]
+    CRITIQUE: ClassVar[MsgType]
+    QUESTION: ClassVar[MsgType]
+    ANSWER: ClassVar[MsgType]
+    _known: ClassVar[dict[str, MsgType]] = {}
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
+
+    @property
+    def registered(self) -> bool:
+        return payload_class(self.value) is not None
+
+    def __repr__(self) -> str:
+        return f"MsgType({self.value!r})"
+
+    @classmethod
+    def of(cls, name: object) -> MsgType:
+        """The one instance for a type's name (a lower-case identifier)."""
+        key = str.__str__(name) if isinstance(name, str) else None
+        if key is None or not key.isidentifier() or key != key.lower():
+            raise ValueError(f"a message type is a lower-case identifier, not {name!r}")
+        if key not in cls._known:
+            cls._known[key] = cls(key)
+        return cls._known[key]
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            cls.of, serialization=core_schema.to_string_ser_schema(when_used="always"))
+
+
+def unregistered(types: Iterable[MsgType]) -> list[str]:
+    """The names among `types` no payload class is registered for."""
+    return sorted({t.value for t in types if not t.registered})
+
+
+def message_types() -> tuple[MsgType, ...]:
+    """Every registered message type, in the order its payload was registered."""
+    return tuple(MsgType.of(type_name(c)) for c in registered_payloads())
+
+
+MsgType.INSTRUCTION, MsgType.CONCLUSION, MsgType.REPORT = (MsgType.of(n) for n in ("instruction", "conclusion",
+                                                                                "report"))
+MsgType.CRITIQUE, MsgType.QUESTION, MsgType.ANSWER = (MsgType.of(n) for n in ("critique", "question", "answer"))
 
 
 class ArchivePolicy(str, Enum):
@@ -106,7 +165,7 @@ def make_message(
     seq: int,
     receiver: str = BROADCAST,
     references: tuple[str, ...] | list[str] = (),
-    payload: AnyPayload | None = None,
+    payload: PayloadModel | None = None,
     relation: str | None = None,
     supersedes: str | None = None,
     ttl_rounds: int = 2,
@@ -129,6 +188,10 @@ def make_message(
         relation=relation,
         supersedes=supersedes,
     )
+    msg_type = MsgType.of(msg_type)
+    if not msg_type.registered:
+        raise ValueError(f"no payload class is registered for message type {msg_type.value!r} "
+                         "(see briefroom.protocol.payloads.register_payload)")
     if payload is None:
         if msg_type not in _PAYLOAD_OF:
             raise ValueError(f"a {msg_type.value} message needs its payload (see briefroom/protocol/payloads.py)")

@@ -1,16 +1,21 @@
 """The structured part of each message type: what a receiver may rely on.
 
-Every message carries one payload, and its `type` must equal the message's type; the
-bus validates that on publish, so a role reads `message.payload_as(Conclusion)` and
-gets typed fields instead of guessing dictionary keys.  Adding a field means adding it
-here, where every sender and receiver can see it.
+Every message carries one payload, and its `type` names the message's type; the bus
+validates that on publish, so a role reads `message.payload_as(Conclusion)` and gets
+typed fields instead of guessing dictionary keys.
+
+The set of message types is open: a payload class registered with `register_payload`
+makes its type publishable, routable, loggable and checkpointable. The types below are
+the ones the framework itself reads (task envelopes, findings and their summaries,
+reviews, questions and answers, report drafts); a role that publishes a kind of message
+of its own registers its payload in its own file, beside the role.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SerializeAsAny
 
 from briefroom.records import ReportDraft
 
@@ -20,6 +25,71 @@ class PayloadModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: str
+
+
+PM = TypeVar("PM", bound=type[PayloadModel])
+_REGISTERED: dict[str, type[PayloadModel]] = {}
+
+
+def type_name(cls: type[PayloadModel]) -> str:
+    """The message type a payload class carries: the default of its `type` field."""
+    name = cls.model_fields["type"].default
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"payload {cls.__name__}: declare `type: Literal[\"name\"] = \"name\"` with a "
+                         f"lower-case identifier as its message type, not {name!r}")
+    return name
+
+
+def register_payload(cls: PM) -> PM:
+    """Make `cls`'s message type known (a class decorator). One type has one payload
+    class: a second class claiming a registered name would give receivers two shapes
+    for one type, so it fails (the same class, imported again, is fine)."""
+    name = type_name(cls)
+    held = _REGISTERED.get(name)
+    if held is not None and _origin(held) != _origin(cls):
+        raise ValueError(f"message type {name!r} is already carried by {held.__module__}.{held.__qualname__}; "
+                         f"{cls.__module__}.{cls.__qualname__} must name another type")
+    _REGISTERED[name] = cls
+    return cls
+
+
+def _origin(cls: type) -> tuple[str, str]:
+    # A role file loaded again (a second run in one process) defines its class anew
+    # under the same module name: that is the same payload, not a rival one.
+    return cls.__module__, cls.__qualname__
+
+
+def payload_class(name: str) -> type[PayloadModel] | None:
+    """The payload class registered for a message type, if any."""
+    return _REGISTERED.get(str(name))
+
+
+def registered_payloads() -> tuple[type[PayloadModel], ...]:
+    """Every registered payload class, in the order they were registered."""
+    return tuple(_REGISTERED.values())
+
+
+def _payload_from(value: Any) -> PayloadModel:
+    """A message body's payload, from a payload object or its dictionary (a log line, a
+    checkpoint): rebuilt as the class its `type` is registered to, never another."""
+    if isinstance(value, PayloadModel):
+        held = _REGISTERED.get(value.type)
+        if held is None or _origin(held) != _origin(type(value)):
+            raise ValueError(f"payload {type(value).__name__} of type {value.type!r} is not registered "
+                             "(see briefroom.protocol.payloads.register_payload)")
+        return value
+    if isinstance(value, dict):
+        cls = _REGISTERED.get(str(value.get("type")))
+        if cls is None:
+            known = ", ".join(sorted(_REGISTERED))
+            raise ValueError(f"unknown payload type {value.get('type')!r}: registered are {known}")
+        return cls.model_validate(value)
+    raise ValueError(f"a payload is a registered payload model or its dictionary, not {type(value).__name__}")
+
+
+# A body's payload: any registered class, validated by its `type` and written out with
+# all the fields of its own class (not only the base's).
+Payload = Annotated[SerializeAsAny[PayloadModel], PlainValidator(_payload_from)]
 
 
 class ArtifactRef(BaseModel):
@@ -38,6 +108,7 @@ class ArtifactRef(BaseModel):
 TASK_FIELDS = ("task_id", "version", "lineage", "artifacts")
 
 
+@register_payload
 class Instruction(PayloadModel):
     """A task for a role, as a task-state envelope: the task is the message's content;
     the envelope says which task it is (`task_id`, `version`), where it came from
@@ -56,6 +127,7 @@ class Instruction(PayloadModel):
         return " > ".join([*reversed(self.lineage), self.task_id or "?"])
 
 
+@register_payload
 class Conclusion(PayloadModel):
     """A sourced finding (the message's content and references)."""
 
@@ -77,6 +149,7 @@ class Conclusion(PayloadModel):
                                                  "answers")
 
 
+@register_payload
 class Critique(PayloadModel):
     """A reviewer's verdict: on conclusions (`review`), on a report draft (`revise`:
     problems to fix before it can ship), or on the run so far (`gaps`: questions no
@@ -90,6 +163,7 @@ class Critique(PayloadModel):
     gaps: tuple[str, ...] = ()
 
 
+@register_payload
 class Question(PayloadModel):
     """A question one role asks the role with a capability (`to="search"`): the text
     is the message's content; the answer comes back as an `answer` message whose
@@ -99,6 +173,7 @@ class Question(PayloadModel):
     task_id: str | None = Field(default=None, description="the task the asker is working on, if any")
 
 
+@register_payload
 class Answer(PayloadModel):
     """The reply to a `question` message, addressed to whoever asked (the message's
     content is the answer, its references the sources)."""
@@ -109,6 +184,7 @@ class Answer(PayloadModel):
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
+@register_payload
 class ReportMessage(PayloadModel):
     """A report draft for review: the structured draft, its Markdown and its footer."""
 
@@ -117,6 +193,3 @@ class ReportMessage(PayloadModel):
     markdown: str
     footer: str = ""
 
-
-AnyPayload = Instruction | Conclusion | Critique | Question | Answer | ReportMessage
-Payload = Annotated[AnyPayload, Field(discriminator="type")]

@@ -118,6 +118,7 @@ def test_every_type_the_state_can_hold_is_on_the_checkpoint_allow_list():
     from pydantic import BaseModel
 
     from briefroom.graph.checkpoint import STATE_TYPES
+    from briefroom.protocol.payloads import PayloadModel, registered_payloads
     from briefroom.state.schema import AgentState
 
     found: set[type] = set()
@@ -127,6 +128,10 @@ def test_every_type_the_state_can_hold_is_on_the_checkpoint_allow_list():
             walk(arg)
         origin = typing.get_origin(annotation)
         if origin is typing.Annotated:
+            return
+        if annotation is PayloadModel:  # a message body holds any registered payload
+            for payload in registered_payloads():
+                walk(payload)
             return
         if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
             found.add(annotation)

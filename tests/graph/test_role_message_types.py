@@ -1,0 +1,149 @@
+"""Issue 25: message types are registered by the roles that publish them.
+
+Two role files, loaded from a folder: one registers a payload of its own (`flag`) and
+publishes it about every conclusion that holds a figure, the other subscribes to it. The
+reader's file is loaded first, so a type may be declared before the file registering it
+is read. The bus routes the new type, the run log records it with all of its fields and
+reads it back as the registered class, a checkpoint keeps it, speaking order may name
+it (`after=("flag",)`: after its publishers), and a type nobody
+registered fails when the team is assembled, naming the role.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from briefroom.config import Settings
+from briefroom.events import BusMessage, read_events
+from briefroom.graph.checkpoint import serializer
+from briefroom.protocol.bus import RoutingError
+from briefroom.protocol.messages import AgentMessage, MsgType, make_message
+from briefroom.protocol.payloads import PayloadModel, payload_class, register_payload
+from briefroom.run import ResearchRequest, run_research
+from tests.conftest import write_corpus
+
+PUBLISHER = '''
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from briefroom.agents.base import Role, Turn
+from briefroom.protocol.bus import Subscription
+from briefroom.protocol.messages import MsgType
+from briefroom.protocol.payloads import PayloadModel, register_payload
+
+
+@register_payload
+class Flag(PayloadModel):
+    type: Literal["flag"] = "flag"
+    about: str
+    figures: tuple[str, ...]
+
+
+def step(turn: Turn) -> None:
+    for message in turn.unread_of(MsgType.CONCLUSION):
+        figures = tuple(re.findall(r"\\d[\\d,.]*", message.body.content))
+        if figures:
+            turn.publish(MsgType.of("flag"), f"{len(figures)} figure(s) in {message.msg_id}",
+                         payload=Flag(about=message.msg_id, figures=figures))
+
+
+ROLE = Role(name="flagger", subscriptions=(Subscription(msg_type=MsgType.CONCLUSION),),
+            publications=(MsgType.of("flag"),), step=step, before=("draft",))
+'''
+
+READER = '''
+from __future__ import annotations
+
+from briefroom.agents.base import Role, Turn
+from briefroom.protocol.bus import Subscription
+from briefroom.protocol.messages import MsgType
+from briefroom.protocol.payloads import payload_class
+
+READ: list = []
+
+
+def step(turn: Turn) -> None:
+    for message in turn.unread_of(MsgType.of("flag")):
+        READ.append(message.payload_as(payload_class("flag")))
+
+
+ROLE = Role(name="flag_reader", subscriptions=(Subscription(msg_type=MsgType.of("flag")),), publications=(),
+            step=step, after=("flag",), before=("draft",))
+'''
+
+QUESTION = "How much offshore wind capacity did Norvalia add in 2025?"
+
+
+@pytest.fixture
+def wind_corpus(tmp_path) -> Path:
+    return write_corpus(tmp_path / "wind", {
+        "norvalia.md": "# Norvalia offshore wind, 2025\n\nNorvalia added 2,600 MW of offshore wind capacity in 2025, "
+                       "the grid operator reported.\n",
+        "onshore.md": "# Onshore wind, 2025\n\nOnshore wind farms in Norvalia added 350 MW in 2025.\n"})
+
+
+def test_a_role_registers_its_own_message_type_and_another_reads_it(wind_corpus, data_dir, tmp_path):
+    roles = tmp_path / "roles"
+    roles.mkdir()
+    (roles / "a_reader.py").write_text(READER, encoding="utf-8")  # loaded before the type is registered
+    (roles / "b_flagger.py").write_text(PUBLISHER, encoding="utf-8")
+    out = tmp_path / "run"
+    run_research(ResearchRequest(question=QUESTION, corpus=[wind_corpus], out=out, roles_dirs=[roles]),
+                 Settings(model="test", rounds=1, data_dir=data_dir))
+
+    flag = payload_class("flag")
+    assert flag is not None and flag.__module__ == "briefroom_role_b_flagger"
+    log = [e for e in read_events(out / "run.jsonl") if isinstance(e, BusMessage)]
+    conclusions = {e.message.msg_id: e.message.body.content for e in log
+                   if e.message.header.msg_type is MsgType.CONCLUSION}
+    flags = [e for e in log if e.message.header.msg_type is MsgType.of("flag")]
+    assert flags, "the flagger should have flagged the conclusions holding 2,600 MW and 350 MW"
+    for event in flags:
+        assert event.recipients == ["flag_reader"]
+        payload = event.message.payload_as(flag)  # read back from the log as the registered class
+        assert payload.figures and all(f in conclusions[payload.about] for f in payload.figures)
+    assert any("2,600" in p.figures for p in (e.message.payload_as(flag) for e in flags))
+    read = sys.modules["briefroom_role_a_reader"].READ
+    assert {p.about for p in read} == {e.message.payload_as(flag).about for e in flags}
+
+    # a checkpoint keeps the role's payload with its fields
+    inner = serializer()
+    back = inner.loads_typed(inner.dumps_typed({"m": flags[0].message}))["m"]
+    assert isinstance(back, AgentMessage) and back == flags[0].message
+    assert type(back.body.payload) is flag
+
+
+def test_a_type_no_file_registers_fails_when_the_team_is_assembled(wind_corpus, data_dir, tmp_path):
+    roles = tmp_path / "roles"
+    roles.mkdir()
+    (roles / "reader.py").write_text(READER.replace('"flag"', '"nosuchtype"'), encoding="utf-8")
+    with pytest.raises(RoutingError, match="role 'flag_reader' declares message type.* nosuchtype that no payload"):
+        run_research(ResearchRequest(question=QUESTION, corpus=[wind_corpus], out=tmp_path / "run",
+                                     roles_dirs=[roles]), Settings(model="test", rounds=1, data_dir=data_dir))
+
+
+def test_one_type_has_one_payload_class():
+    with pytest.raises(ValueError, match="message type 'conclusion' is already carried by"):
+        @register_payload
+        class RivalConclusion(PayloadModel):
+            type: str = "conclusion"
+
+    with pytest.raises(ValueError, match="no payload class is registered for message type 'unheard'"):
+        make_message(sender="x", msg_type=MsgType.of("unheard"), content="x", round=1, seq=1,
+                     payload=None)
+    with pytest.raises(ValueError, match="lower-case identifier"):
+        MsgType.of("Not A Type")
+
+
+def test_a_logged_message_of_an_unknown_type_is_refused():
+    message = make_message(sender="planner", msg_type=MsgType.CONCLUSION, content="x", round=1, seq=1)
+    data = message.model_dump(mode="json")
+    data["header"]["msg_type"] = data["body"]["payload"]["type"] = "forged"
+    with pytest.raises(ValidationError, match="unknown payload type 'forged'"):
+        AgentMessage.model_validate(data)
