@@ -340,6 +340,21 @@ def answers_measure(text: str, part: str) -> bool:
     return bool(_ASKS_CHANGE.search(part)) or not gives_only_differences(text)
 
 
+# A part asking for a share ("what share of all cars", "占比") is answered by a
+# percentage or a fraction, not by a count on the same subject.
+_ASKS_SHARE = re.compile(r"\b(?:shares?|percent(?:age)?s?|proportions?|fractions?)\b|占比|比例|比重|份额|百分之", re.I)
+_STATES_SHARE = re.compile(r"\d\s?(?:%|％|percent\b|per cent\b)|百分之|\bone (?:in|out of) (?:\w+)\b|"
+                           r"\b(?:half|a third|a quarter)\b|[一二三四五六七八九十]成", re.I)
+
+
+def wants_share(part: str) -> bool:
+    return bool(_ASKS_SHARE.search(part))
+
+
+def states_share(text: str) -> bool:
+    return bool(_STATES_SHARE.search(text))
+
+
 def wants_money(part: str) -> bool:
     return bool(_ASKS_MONEY.search(part))
 
@@ -395,6 +410,8 @@ def leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], u
     # the lead gives the measure asked for (installed, not sold); rivals may give another
     leading = _measured_first(sorted((t for t in scored if answers_measure(t.fact.text, part)),
                                      key=lambda t: (-t.weighted, t.order)), part)
+    if wants_share(part):  # a share is led by a sentence giving one, when any answers the part
+        leading = [t for t in leading if states_share(t.fact.text)] or leading
     if not leading:
         return []
     return [leading[0].fact, *_rivals(scored, leading[0], part)]

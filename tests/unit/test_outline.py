@@ -212,3 +212,22 @@ def test_an_estimate_does_not_push_out_a_forecast_nor_stand_for_a_count():
     score = Scorer(question, parts, [forecast.text, estimate.text])
     # neither is a measured figure, so the rule leaves both and the sources' authority ranks them
     assert leads([estimate, forecast], parts[0], score, {}, set(), {"A": 0.9, "G": 0.8})[0] is forecast
+
+
+def test_a_share_is_led_by_a_percentage_not_by_a_count_on_the_subject():
+    from briefroom.report.outline import Scorer, leads, states_share, wants_share
+
+    question = ("How many battery-electric cars were registered in Tessaly at the end of 2025, and what share of "
+                "all passenger cars was that?")
+    count = fact("During 2025, 121,700 battery-electric cars were registered for the first time in Tessaly, out of "
+                 "298,400 new passenger cars.", "R")
+    share = fact("The register held 3,962,000 passenger cars of all kinds on the same date, so battery-electric cars "
+                 "made up 10.6% of the passenger car fleet.", "R")
+    parts = question_parts(question)
+    assert wants_share(parts[1]) and not wants_share(parts[0])
+    assert states_share(share.text) and not states_share(count.text)
+    score = Scorer(question, parts, [count.text, share.text])
+    assert leads([count, share], parts[1], score, {}, set(), {"R": 1.0})[0] is share
+    # with no percentage among the candidates, the best answer on the subject still leads
+    assert leads([count], parts[1], score, {}, set(), {"R": 1.0}) == [count]
+    assert wants_share("各类乘用车中占比多少") and states_share("占乘用车总量的百分之十")
