@@ -41,10 +41,20 @@ ANSWERS_PART = 0.4
 # sentences do not crowd the installed figure; the model's prose, when it has some,
 # decides the rest.
 RIVAL_SHARE = 0.93
+# Another source's figure of the same kind and size as the lead's (same unit, within a
+# factor of two: a rival estimate of one quantity, not a part of it) stands beside the
+# lead when it answers nearly as well as this share of the lead: the research firm's
+# 680 billion USD beside the analysts' 723 billion (0.91 of the lead's score), not the
+# 82 billion spent on GPU clouds.
+CLOSE_RIVAL_SHARE = 0.85
+CLOSE_FACTOR = 2.0
 MAX_LEADS = 3
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z-]+")
 # A part that asks for someone: a sentence naming someone answers it better.
 _WHO = re.compile(r"\s*(?:who\b|谁|哪家)", re.I)
+# A part asking for a name: "who …", "which project …", "哪座…". Its answer may open with
+# a name the question never used ("Halvard Bank, at 880 MW, was the largest …").
+_ASKS_NAME = re.compile(r"^\W*(?:and\s+)?(?:who|which)\b|谁|哪(?:家|个|一|座|位|些|里)", re.I)
 # Years in a part pick the facts of that year over those of another.
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
 # What ends right before a figure's unit: the figure, with its scale word ("723 billion USD",
@@ -180,12 +190,14 @@ class Scorer:
         asked = {w[:5] for w in content_words(part)} - named
         return bool(asked) and bool(said & named) and not said & asked
 
-    def other_subject(self, text: str) -> bool:
+    def other_subject(self, text: str, part: str = "") -> bool:
         """The sentence is about someone else: it opens with a name the question does not
-        use ("Estmark, Norvalia's neighbour, added…"), or it names others and none of the
-        names the question asks about ("the cost … in Velmora was…" for Port Karavel)."""
+        use ("Estmark, Norvalia's neighbour, added…"; unless the part asks for a name), or
+        it names others and none of the names the question asks about ("the cost … in
+        Velmora was…" for Port Karavel)."""
         first = _TOKEN.match(text.lstrip("“\"'( "))
-        if first and first.group(0) in self.names and first.group(0).lower() not in self.asked:
+        if first and first.group(0) in self.names and first.group(0).lower() not in self.asked \
+                and not _ASKS_NAME.search(part):
             return True
         named = {w.lower() for w in _TOKEN.findall(text) if w in self.names}
         return bool(self.asked_names and named and not named & self.asked_names)
@@ -424,7 +436,7 @@ def _answering(facts: list[Fact], part: str, score: Scorer, titles: dict[str, st
     scored = []
     for n, f in enumerate(facts):
         if f.text in used or not may_answer(f.text, part, score.question, titles.get(f.source_id, "")) \
-                or score.other_subject(f.text) or score.names_only(f.text, part):
+                or score.other_subject(f.text, part) or score.names_only(f.text, part):
             continue
         relevance_ = score(f.text, part) + (0.05 if f.confirmed_by else 0.0)
         scored.append(_Scored(relevance_ * authority.get(f.source_id, 1.0), relevance_, n, f))
@@ -449,14 +461,59 @@ def _rivals(scored: list[_Scored], lead: _Scored, part: str) -> list[Fact]:
     `MAX_LEADS` with the lead."""
     out = [lead.fact]
     for candidate in sorted((t for t in scored if t.fact is not lead.fact), key=lambda t: (-t.relevance, t.order)):
-        if len(out) >= MAX_LEADS or candidate.relevance < RIVAL_SHARE * lead.relevance:
+        if len(out) >= MAX_LEADS or candidate.relevance < CLOSE_RIVAL_SHARE * lead.relevance:
             break
         fact = candidate.fact
+        if candidate.relevance < RIVAL_SHARE * lead.relevance and not close_rival(fact.text, lead.fact.text):
+            continue
         if gives_only_differences(fact.text) and not _ASKS_CHANGE.search(part):
             continue  # a difference is no rival to a level
         if fact.source_id not in {f.source_id for f in out} and figures(fact.text) - figures(lead.fact.text):
             out.append(fact)
     return out[1:]
+
+
+_UNIT_WORD = re.compile(r"\s*([A-Za-z]+|[\u4e00-\u9fff])")
+
+
+def _sized(text: str) -> list[tuple[str, float]]:
+    """Each figure of the sentence (not a year) as (the word after it, its value)."""
+    out = []
+    for m in figure_mentions(text):
+        unit = _UNIT_WORD.match(text, m.end)
+        values = [_number(v.rpartition(":")[2]) for v in m.claimed]  # "W:480000": a value in base units
+        value = max((v for v in values if v), default=None)
+        if unit and value:
+            out.append((unit.group(1).lower(), value))
+    return out
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def close_figures(text: str, lead: str) -> bool:
+    """The sentence gives a figure in the lead's unit within `CLOSE_FACTOR` of one of the
+    lead's, for a year the lead speaks of: another estimate of the same quantity (last
+    year's count is no rival to this year's)."""
+    years = set(_YEAR.findall(text))
+    if years and not years & set(_YEAR.findall(lead)):
+        return False
+    theirs = _sized(lead)
+    return any(unit == u and 1 / CLOSE_FACTOR <= value / v <= CLOSE_FACTOR
+               for unit, value in _sized(text) for u, v in theirs)
+
+
+def close_rival(text: str, lead: str) -> bool:
+    """Another estimate of the lead's quantity (`close_figures`), of the same kind: a
+    forecast beside a forecast, a count beside a count, of the measure the lead names
+    (next year's sales forecast is no rival to this year's installations)."""
+    named = measures_in(lead) - {"forecast"}
+    return close_figures(text, lead) and projected(text) == projected(lead) \
+        and (not named or bool(named & measures_in(text)))
 
 
 def figures(text: str) -> set[str]:

@@ -215,6 +215,7 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
     sections: list[DraftSection] = []
     not_said: list[str] = []
     first_lead: Fact | None = None
+    writer.reserve(parts)
     grouped = sections_by_part(draft, len(parts))
     placed = place_sentences(grouped, parts, score)
     for n, (part, mine) in enumerate(zip(parts, grouped)):
@@ -262,12 +263,26 @@ class _PartWriter:
     used: set[str] = field(default_factory=set)
     said: set[str] = field(default_factory=set)
     said_words: list[_Says] = field(default_factory=list)
+    reserved: dict[str, str] = field(default_factory=dict)  # part -> the sentence that leads it alone
+
+    def reserve(self, parts: list[str]) -> None:
+        """Each part's own lead, chosen as if it were the only part: an earlier part does
+        not quote it as its lead or a rival (the analysts' 2027 outlook answers "how much
+        is expected in 2027", however well it scores for "how much was added in 2025")."""
+        for part in parts:
+            found = leads(self.facts, part, self.score, self.titles, set(), self.authority)
+            if found:
+                self.reserved[part] = found[0].text
 
     def claims_of(self, part: str, placed: list[Claim]) -> tuple[list[Fact], list[Claim]]:
         """The part's leads (`outline.leads`) and its claims, without those an earlier part
         said; no claims: nothing answers the part."""
         prose = self._prose(placed)
-        found = leads(self.facts, part, self.score, self.titles, self.used, self.authority)
+        own = self.reserved.get(part)
+        others = {text for p, text in self.reserved.items() if p != part and text != own}
+        # another part's own lead stays for it, unless nothing else answers this part
+        found = leads(self.facts, part, self.score, self.titles, self.used | others, self.authority) \
+            or leads(self.facts, part, self.score, self.titles, self.used, self.authority)
         if not found and not any(answers(c, part, self.score) for c in prose):
             # Nothing verified answers the part and the model's sentences do not either: they
             # are about something else (a figure of another year or subject), and the part

@@ -231,3 +231,60 @@ def test_a_share_is_led_by_a_percentage_not_by_a_count_on_the_subject():
     # with no percentage among the candidates, the best answer on the subject still leads
     assert leads([count], parts[1], score, {}, set(), {"R": 1.0}) == [count]
     assert wants_share("各类乘用车中占比多少") and states_share("占乘用车总量的百分之十")
+
+
+WIND = ("How much offshore wind capacity did Norvalia add in 2025, which offshore wind project commissioned in "
+        "Norvalia that year was the largest, and how much new offshore wind capacity do analysts expect Norvalia "
+        "to add in 2027?")
+WIND_FACTS = [
+    fact("Norvalia added 2.6 GW (2,600 MW) of new offshore wind capacity in 2025, the energy directorate "
+         "reported.", "D"),
+    fact("Halvard Bank, at 880 MW, was the largest offshore wind project commissioned in Norvalia in 2025.", "H"),
+    fact("Analysts at Meridian Energy Research expect Norvalia to add 4.1 GW of new offshore wind capacity in "
+         "2027.", "M"),
+    fact("Estmark, Norvalia's southern neighbour, added 3.3 GW of offshore wind capacity in 2025.", "E"),
+    fact("Its operator expects the turbines at Halvard Bank to power 900,000 homes, as wind farms in Estmark do.",
+         "H"),
+]
+
+
+def test_a_which_part_may_be_answered_by_a_name_the_question_never_used():
+    from briefroom.report.outline import Scorer
+
+    parts = question_parts(WIND)
+    score = Scorer(WIND, parts, [f.text for f in WIND_FACTS])
+    halvard, estmark = WIND_FACTS[1].text, WIND_FACTS[3].text
+    assert score.other_subject(halvard) and not score.other_subject(halvard, parts[1])
+    assert score.other_subject(estmark, parts[0])  # another country, for a part that asks no name
+    report = outline(model_draft("Wind grew.", "D"), WIND_FACTS, WIND)
+    assert "Halvard Bank" in report.sections[1].claims[0].text
+
+
+def test_each_part_keeps_the_sentence_that_leads_it_alone():
+    """The 2027 outlook scores well for "how much was added in 2025" too; quoted there (as
+    a rival) it would be gone when the 2027 part is written."""
+    report = outline(model_draft("Wind grew.", "D"), WIND_FACTS, WIND)
+    firsts = [s.claims[0].text for s in report.sections]
+    assert "2.6 GW" in firsts[0] and "Halvard Bank" in firsts[1] and "4.1 GW" in firsts[2]
+    assert all("4.1 GW" not in c.text for c in report.sections[0].claims + report.sections[1].claims)
+
+
+def test_another_estimate_of_the_same_quantity_stands_beside_the_lead():
+    from briefroom.report.outline import Scorer, close_figures, leads
+
+    question = "How big is the 2026 public cloud market?"
+    lead = fact("Worldwide end-user spending on public cloud services is forecast to reach 723 billion USD in 2026, "
+                "up from 595.7 billion USD in 2025.", "A")
+    rival = fact("A research firm raised its forecast for 2026 public cloud spending to 680 billion USD, citing "
+                 "demand for generative AI services.", "N")
+    part_of = fact("Spending on GPU cloud capacity is estimated at 82 billion USD for 2026, roughly 11% of the "
+                   "total.", "G")
+    last_year = fact("Public cloud spending reached 601 billion USD in 2024.", "L")
+    assert close_figures(rival.text, lead.text)
+    assert not close_figures(part_of.text, lead.text)  # a part of the market, an order of magnitude smaller
+    assert not close_figures(last_year.text, lead.text)  # another year's figure is no rival estimate
+    assert not close_figures("Solar generation reached 700 TWh in 2026.", lead.text)  # another unit
+    parts = question_parts(question)
+    score = Scorer(question, parts, [f.text for f in (lead, rival, part_of)])
+    found = leads([lead, rival, part_of], parts[0], score, {}, set(), {"A": 0.9, "N": 0.8, "G": 0.8})
+    assert found[0] is lead and rival in found and part_of not in found
