@@ -271,7 +271,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-minutes", type=float, default=None,
                         help="start no attacked run after this many minutes; report what finished")
     parser.add_argument("--keep", type=Path, default=None, help="keep every run's folder here (default: a temp dir)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    # checked before the clean run, which takes a quarter of an hour with a local model
+    available = len(templates_of(args.split))
+    if not 1 <= args.per_run <= available:
+        parser.error(f"--per-run {args.per_run}: split {args.split!r} has {available} templates; plant 1 to "
+                     f"{available} per run, or more runs")
+    if args.runs < 1:
+        parser.error(f"--runs {args.runs}: at least one attacked run")
+    return args
 
 
 def _say(text: str) -> None:

@@ -134,3 +134,12 @@ def test_detector_finds_nothing_in_a_clean_run(tmp_path: Path, attacks) -> None:
     # and the same check does fail when a canary is there
     leaked = Evidence(CLEAN_REPORT + attacks[0].canary, [], [], "")
     assert false_hits(attacks, leaked) == [attacks[0].canary]
+
+
+def test_more_plants_per_run_than_the_split_holds_fail_before_any_run(capsys) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        parse(["--split", "test", "--per-run", "50"])
+    assert stopped.value.code == 2
+    held = len(templates_of("test"))
+    assert f"--per-run 50: split 'test' has {held} templates" in capsys.readouterr().err
+    assert parse(["--split", "all", "--per-run", "50"]).per_run == 50
