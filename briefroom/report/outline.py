@@ -381,6 +381,18 @@ def states_money(text: str) -> bool:
     return bool(_MONEY.search(text))
 
 
+# A sentence about the report itself ("The report includes a section on…", "In this
+# report, we…", "本报告…") says nothing of the world: it is no finding, whatever it cites.
+_ABOUT_THE_REPORT = re.compile(r"^\W*(?:the|this|our)\s+(?:report|brief|document|section|summary|analysis)\s+"
+                               r"(?:includes?|contains?|concludes?|discuss(?:es)?|covers?|describes?|presents?|"
+                               r"shows?|provides?|is|will|aims?|looks?|focuse?s?)\b|"
+                               r"\b(?:in|throughout) this (?:report|brief|section)\b|^\W*(?:本|该)(?:报告|简报|节)", re.I)
+
+
+def about_the_report(text: str) -> bool:
+    return bool(_ABOUT_THE_REPORT.search(text))
+
+
 def is_statement(text: str) -> bool:
     """A sentence, not a heading or caption that lost its markup."""
     return text.rstrip(" ”\"'）)").endswith((".", "!", "?", "。", "！", "？")) or len(text.split()) >= 12

@@ -24,7 +24,17 @@ from briefroom.protocol.extraction import content_words, is_cjk, statements
 from briefroom.records import MAX_SECTIONS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.checks import REPORT_WORDS
 from briefroom.report.language import LABELS, short_heading, whole_phrase
-from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, figures, is_title, leads, may_answer
+from briefroom.report.outline import (
+    ANSWERS_PART,
+    Embed,
+    Scorer,
+    about_the_report,
+    dedupe,
+    figures,
+    is_title,
+    leads,
+    may_answer,
+)
 from briefroom.report.source_kinds import SourceProfile
 from briefroom.report.spec import ReportShape, ReportSpec
 
@@ -300,6 +310,7 @@ class _PartWriter:
         subject than the one asked ("Contractors installed 3.48 million … across North
         America"), were said already, or `accept_sentence` refuses them."""
         return [c for c in placed if c.text.strip() and not self.score.other_subject(c.text)
+                and not about_the_report(c.text)
                 and c.text.strip() not in self.said and (self.accept_sentence is None or self.accept_sentence(c))]
 
     def _lead_and_prose(self, prose: list[Claim], found: list[Fact]) -> list[Claim]:
@@ -337,7 +348,8 @@ def _short_answer(model: Claim, lead: Fact | None, sections: list[DraftSection],
         return model if model.text.strip() and model.source_ids else first_cited
     best = profiles[lead.source_id].authority if lead.source_id in profiles else 1.0
     rests_on = max((profiles[s].authority for s in model.source_ids if s in profiles), default=0.0)
-    if model.text.strip() and model.source_ids and figures(lead.text) & figures(model.text) and rests_on >= best:
+    if model.text.strip() and model.source_ids and figures(lead.text) & figures(model.text) and rests_on >= best \
+            and not about_the_report(model.text):
         return label.labelled(model)
     return label.labelled(quote(lead))  # an estimate that is all there is says it is one
 
@@ -348,8 +360,8 @@ def _summary(model: list[Claim], short: Claim, sections: list[DraftSection], lim
     sentence: what a reader who stops here still takes away. A sentence that only
     repeats the title's words says nothing and is left out."""
     named = set(content_words(title))
-    chosen = [label.labelled(c) for c in model
-              if c.text.strip() and c.source_ids and not set(content_words(c.text)) <= named]
+    chosen = [label.labelled(c) for c in model if c.text.strip() and c.source_ids
+              and not set(content_words(c.text)) <= named and not about_the_report(c.text)]
     if not chosen:
         chosen = [next(c for c in s.claims) for s in sections[1:] if s.claims and s.claims[0].source_ids]
         chosen = [c.model_copy(update={"attribution": None}) if c.attribution and not label.unverified(c) else c

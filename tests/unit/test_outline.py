@@ -288,3 +288,25 @@ def test_another_estimate_of_the_same_quantity_stands_beside_the_lead():
     score = Scorer(question, parts, [f.text for f in (lead, rival, part_of)])
     found = leads([lead, rival, part_of], parts[0], score, {}, set(), {"A": 0.9, "N": 0.8, "G": 0.8})
     assert found[0] is lead and rival in found and part_of not in found
+
+
+def test_a_sentence_about_the_report_itself_is_no_finding():
+    from briefroom.report.outline import about_the_report
+
+    for meta in ("The report includes a section on how heat pumps sold in Europe during 2025.",
+                 "In this report, we will discuss the facts and figures of the current task.",
+                 "This brief looks at installations first.", "本报告分为三个部分。"):
+        assert about_the_report(meta), meta
+    for finding in ("The directorate's report counts 2.6 GW added in 2025.",
+                    "Installers put 1.84 million heat pumps into service across Europe in 2025.",
+                    "The summary statistics show 10.6% of cars are battery-electric."):
+        assert not about_the_report(finding), finding
+    draft = WriterDraft(title="Heat pumps", short_answer=Claim(text="The report is about heat pumps in Norvalia.",
+                                                               source_ids=["S1"]),
+                        sections=[DraftSection(heading="Installed", claims=[
+                            Claim(text="The report includes a section on heat pumps installed in Norvalia in 2025.",
+                                  source_ids=["S1"])])])
+    report = outline(draft, FACTS, QUESTION)
+    said = [report.short_answer.text, *(c.text for c in report.summary),
+            *(c.text for s in report.sections for c in s.claims)]
+    assert not any("The report" in t for t in said) and "1.84 million" in report.short_answer.text
