@@ -419,6 +419,45 @@ class _Scored(NamedTuple):
     fact: Fact
 
 
+# A part asking for a cause ("why do sales figures differ", "what holds back growth",
+# "为什么…") is answered by the document that explains it, not by the figure that scores
+# best: its title names the question, and its sentences give the reasons.
+_ASKS_WHY = re.compile(r"^\W*(?:and\s+)?(?:why|how come)\b|\bwhat (?:explains|causes|caused|drives|limits|"
+                       r"hold(?:s)? back|held back)\b|\breasons?\b|为什么|为何|原因|什么因素", re.I)
+
+
+def asks_why(part: str) -> bool:
+    return bool(_ASKS_WHY.search(part))
+
+
+def explanation(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], used: set[str]) -> list[Fact]:
+    """For a part asking why: from the one source whose title answers the part best (at
+    least `ANSWERS_PART`), its sentences that answer the part best, at most `MAX_LEADS`,
+    in the order the source gives them. None when no title answers the part."""
+    own: dict[str, list[tuple[int, Fact]]] = {}
+    for n, f in enumerate(facts):
+        title = titles.get(f.source_id, "")
+        if f.text not in used and title and is_statement(f.text) and not score.other_subject(f.text, part) \
+                and not about_other_years(f.text, score.question, title):
+            own.setdefault(f.source_id, []).append((n, f))
+    ranked = sorted(((score(titles[sid], part), sid) for sid in own), key=lambda t: (-t[0], t[1]))
+    if not ranked or ranked[0][0] < ANSWERS_PART:
+        return []
+    best = sorted(own[ranked[0][1]], key=lambda t: (-score(t[1].text, part), t[0]))[:MAX_LEADS]
+    return [f for _, f in sorted(best, key=lambda t: t[0])]
+
+
+def part_leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], used: set[str],
+               authority: dict[str, float] | None = None) -> list[Fact]:
+    """What answers a part: the explaining source's sentences for a part asking why (when
+    a source's title answers it), else the lead and its rivals (`leads`)."""
+    if asks_why(part):
+        found = explanation(facts, part, score, titles, used)
+        if found:
+            return found
+    return leads(facts, part, score, titles, used, authority)
+
+
 def leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], used: set[str],
           authority: dict[str, float] | None = None) -> list[Fact]:
     """The verified sentences that answer a part best: the lead, then rivals.

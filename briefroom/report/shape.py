@@ -29,11 +29,12 @@ from briefroom.report.outline import (
     Embed,
     Scorer,
     about_the_report,
+    asks_why,
     dedupe,
     figures,
     is_title,
-    leads,
     may_answer,
+    part_leads,
 )
 from briefroom.report.source_kinds import SourceProfile
 from briefroom.report.spec import ReportShape, ReportSpec
@@ -280,7 +281,7 @@ class _PartWriter:
         not quote it as its lead or a rival (the analysts' 2027 outlook answers "how much
         is expected in 2027", however well it scores for "how much was added in 2025")."""
         for part in parts:
-            found = leads(self.facts, part, self.score, self.titles, set(), self.authority)
+            found = part_leads(self.facts, part, self.score, self.titles, set(), self.authority)
             if found:
                 self.reserved[part] = found[0].text
 
@@ -291,14 +292,19 @@ class _PartWriter:
         own = self.reserved.get(part)
         others = {text for p, text in self.reserved.items() if p != part and text != own}
         # another part's own lead stays for it, unless nothing else answers this part
-        found = leads(self.facts, part, self.score, self.titles, self.used | others, self.authority) \
-            or leads(self.facts, part, self.score, self.titles, self.used, self.authority)
+        found = part_leads(self.facts, part, self.score, self.titles, self.used | others, self.authority) \
+            or part_leads(self.facts, part, self.score, self.titles, self.used, self.authority)
         if not found and not any(answers(c, part, self.score) for c in prose):
             # Nothing verified answers the part and the model's sentences do not either: they
             # are about something else (a figure of another year or subject), and the part
             # is "not said", which the Writer then asks the Searcher about.
             prose = []
-        claims = self._with_rivals(self._lead_and_prose(prose, found), found)
+        if asks_why(part) and len({f.source_id for f in found}) == 1:
+            # one source's explanation, in its order: its sentences, not rivals of each other
+            claims = [quote(f) for f in found if not _says_figures_of(prose, f) or not figures(f.text)] \
+                + [self.label.labelled(c) for c in prose[:self.shape.sentences_per_section]]
+        else:
+            claims = self._with_rivals(self._lead_and_prose(prose, found), found)
         self.used.update(f.text for f in found)
         claims = [c for c in claims if c.text.strip() not in self.said]  # said once, in the first part it answers
         claims = new_sentences([without_repeats(c) for c in claims], self.said_words)

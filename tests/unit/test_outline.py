@@ -310,3 +310,28 @@ def test_a_sentence_about_the_report_itself_is_no_finding():
     said = [report.short_answer.text, *(c.text for c in report.summary),
             *(c.text for s in report.sections for c in s.claims)]
     assert not any("The report" in t for t in said) and "1.84 million" in report.short_answer.text
+
+
+def test_a_why_part_is_answered_by_the_source_that_explains_it():
+    from briefroom.report.outline import asks_why
+
+    question = "How many heat pumps were installed in Norvalia in 2025, and why do sales figures differ?"
+    titles = {"S1": "Installer survey 2025", "X": "Why heat pump sales and installations diverged in 2025",
+              "M": "Manufacturer shipments, 2025"}
+    facts = [fact("Installers put 1.84 million heat pumps into service in Norvalia in 2025.", "S1"),
+             fact("Manufacturers shipped 2.61 million heat pumps to Norvalia in 2025.", "M"),
+             fact("The gap between heat pumps sold and installed in Norvalia in 2025 was 0.77 million units.", "X"),
+             fact("About 0.46 million heat pumps were added to distributor inventory during 2025.", "X"),
+             fact("Recipe: bake the bread for 40 minutes.", "S1")]
+    parts = question_parts(question)
+    assert asks_why(parts[1]) and not asks_why(parts[0]) and asks_why("什么因素限制了增长")
+    report = outline(model_draft("Heat pumps sold well.", "S1"), facts, question, titles)
+    why = [c.text for c in report.sections[1].claims]
+    assert why[:2] == [f"“{facts[2].text}”", f"“{facts[3].text}”"]  # the explainer, in its order
+    assert all(c.attribution is None for c in report.sections[1].claims)  # not rivals of each other
+    # no title answers the part: no explanation, and the part is led as any other
+    from briefroom.report.outline import Scorer, explanation
+
+    score = Scorer(question, parts, [f.text for f in facts])
+    assert explanation(facts, parts[1], score, titles, set())[0] is facts[2]
+    assert explanation(facts, parts[1], score, {sid: "Notes" for sid in titles}, set()) == []
