@@ -22,20 +22,10 @@ from dataclasses import dataclass, field
 
 from briefroom.protocol.extraction import content_words, is_cjk, statements
 from briefroom.records import MAX_SECTIONS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
+from briefroom.report.asking import about_the_report, asks_why, figures, is_title
 from briefroom.report.checks import REPORT_WORDS
 from briefroom.report.language import LABELS, short_heading, whole_phrase
-from briefroom.report.outline import (
-    ANSWERS_PART,
-    Embed,
-    Scorer,
-    about_the_report,
-    asks_why,
-    dedupe,
-    figures,
-    is_title,
-    may_answer,
-    part_leads,
-)
+from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, may_answer, part_leads
 from briefroom.report.source_kinds import SourceProfile
 from briefroom.report.spec import ReportShape, ReportSpec
 

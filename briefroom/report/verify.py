@@ -29,8 +29,8 @@ from pydantic import BaseModel, Field
 
 from briefroom.protocol.extraction import content_words, number_mentions, quotable, statements
 from briefroom.records import Claim, WriterDraft
+from briefroom.report.asking import figure_mentions
 from briefroom.report.checks import NOTES, Problem, grounding, readings_in, source_readings, unsupported_numbers
-from briefroom.report.outline import figure_mentions
 
 # The least share of a sentence's content words its cited sources must hold. It is a
 # floor against words the sources never use, not the judgement of support (the model

@@ -183,7 +183,8 @@ def test_a_forecast_does_not_lead_where_an_actual_answers():
 
 
 def test_a_quarters_actual_does_not_push_out_the_years_forecast():
-    from briefroom.report.outline import Scorer, leads, whole_period
+    from briefroom.report.asking import whole_period
+    from briefroom.report.outline import Scorer, leads
 
     question = "How big is the 2026 public cloud market?"
     year = fact("Worldwide end-user spending on public cloud services is forecast to reach 723 billion USD in 2026.",
@@ -199,7 +200,8 @@ def test_a_quarters_actual_does_not_push_out_the_years_forecast():
 
 
 def test_an_estimate_does_not_push_out_a_forecast_nor_stand_for_a_count():
-    from briefroom.report.outline import Scorer, leads, projected
+    from briefroom.report.asking import projected
+    from briefroom.report.outline import Scorer, leads
 
     question = "How big is the 2026 public cloud market?"
     forecast = fact("Worldwide end-user spending on public cloud services is forecast to reach 723 billion USD in "
@@ -215,7 +217,8 @@ def test_an_estimate_does_not_push_out_a_forecast_nor_stand_for_a_count():
 
 
 def test_a_share_is_led_by_a_percentage_not_by_a_count_on_the_subject():
-    from briefroom.report.outline import Scorer, leads, states_share, wants_share
+    from briefroom.report.asking import states_share, wants_share
+    from briefroom.report.outline import Scorer, leads
 
     question = ("How many battery-electric cars were registered in Tessaly at the end of 2025, and what share of "
                 "all passenger cars was that?")
@@ -270,7 +273,8 @@ def test_each_part_keeps_the_sentence_that_leads_it_alone():
 
 
 def test_another_estimate_of_the_same_quantity_stands_beside_the_lead():
-    from briefroom.report.outline import Scorer, close_figures, leads
+    from briefroom.report.asking import close_figures
+    from briefroom.report.outline import Scorer, leads
 
     question = "How big is the 2026 public cloud market?"
     lead = fact("Worldwide end-user spending on public cloud services is forecast to reach 723 billion USD in 2026, "
@@ -291,7 +295,7 @@ def test_another_estimate_of_the_same_quantity_stands_beside_the_lead():
 
 
 def test_a_sentence_about_the_report_itself_is_no_finding():
-    from briefroom.report.outline import about_the_report
+    from briefroom.report.asking import about_the_report
 
     for meta in ("The report includes a section on how heat pumps sold in Europe during 2025.",
                  "In this report, we will discuss the facts and figures of the current task.",
@@ -313,7 +317,7 @@ def test_a_sentence_about_the_report_itself_is_no_finding():
 
 
 def test_a_why_part_is_answered_by_the_source_that_explains_it():
-    from briefroom.report.outline import asks_why
+    from briefroom.report.asking import asks_why
 
     question = "How many heat pumps were installed in Norvalia in 2025, and why do sales figures differ?"
     titles = {"S1": "Installer survey 2025", "X": "Why heat pump sales and installations diverged in 2025",

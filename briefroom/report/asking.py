@@ -1,0 +1,256 @@
+"""What a part of the question asks for, and what a sentence gives: the predicates the
+outline ranks by (`report.outline`) and the report's shape checks with.
+
+A part asks for a figure ("how many"), an amount of money, a share, a cause ("why"), a
+measure (installed, sold, forecast), a level or a change, a period; a sentence gives
+figures of some size and unit, for some years, of some measure, measured or projected,
+or speaks of the report itself. Each is a small test on text, kept apart from how the
+outline weighs them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from briefroom.protocol.extraction import Mention, number_mentions, numbers_in
+
+# Years in a part pick the facts of that year over those of another.
+YEAR = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
+
+
+def allowed_years(question: str) -> set[str]:
+    """The years a question is about: those it names, and every year between two it names."""
+    years = sorted(int(y) for y in YEAR.findall(question))
+    if len(years) >= 2:
+        return {str(y) for y in range(years[0], years[-1] + 1)}
+    return {str(y) for y in years}
+
+
+def about_other_years(text: str, question: str, title: str = "") -> bool:
+    """A sentence that names years, none of them the question's, is about another time.
+    One that names none ("that year the fastest-growing type was…") is about its
+    document's time, when the document's title names one."""
+    wanted = allowed_years(question)
+    named = set(YEAR.findall(text)) or set(YEAR.findall(title))
+    return bool(wanted and named and not named & wanted)
+
+
+def figure_mentions(text: str) -> list[Mention]:
+    """The figures of a sentence that are not years, where they stand."""
+    return [m for m in number_mentions(text) if not YEAR.fullmatch(m.value)]
+
+
+def figures(text: str) -> set[str]:
+    """The figures of a sentence that are not years (what two rival sentences differ in)."""
+    return {n for n in numbers_in(text) if not YEAR.fullmatch(n)}
+
+
+_WANTS_FIGURE = re.compile(r"\bhow (?:many|much|big|large|fast|high|low)\b|\bby how\b|\bwhat (?:was|is|were|are|will) "
+                           r"the (?:number|share|total|average|size|cost|price|capacity|rate|value|level)\b|"
+                           r"多少|几|规模|比例|增长了|增速", re.I)
+
+
+def wants_figure(part: str) -> bool:
+    """"How many…", "by how much", "…是多少": only a sentence with a figure answers it."""
+    return bool(_WANTS_FIGURE.search(part))
+
+
+# A question about money is answered by an amount of money, not by the volume, count or
+# share a sentence on the same subject gives ("71 million cubic metres" is not a cost).
+_ASKS_MONEY = re.compile(r"\b(?:costs?|price[sd]?|spend(?:ing)?|spent|revenues?|tariffs?|fees?|paid|invest(?:ed|ment)?)\b|"
+                         r"成本|价格|费用|收入|营收|投资|花费|多少钱", re.I)
+_MONEY = re.compile(r"[$€£¥₹]|\b(?:USD|EUR|GBP|CNY|RMB|JPY|dollars?|euros?|cents?|yuan|yen)\b|元", re.I)
+
+
+# Money measures that are not interchangeable: a household tariff is not what water
+# costs to produce, sales are not spending. A sentence answers a money question only
+# with the measure the question names (or a word for the same measure).
+_MEASURES = [re.compile(p, re.I) for p in (
+    r"\bcost(?:s|ing)?\b|\bexpenses?\b|成本",
+    r"\bpric(?:e|es|ed|ing)\b|\btariffs?\b|\bfees?\b|\bcharged?\b|价格|电价|票价|收费",
+    r"\brevenues?\b|\bsales\b|\bturnover\b|\bincome\b|收入|营收",
+    r"\bspen(?:d|ding|t)\b|\bexpenditures?\b|支出|花费",
+    r"\binvest(?:ed|ment|ments)?\b|投资",
+)]
+
+
+# Measures of a quantity that are not interchangeable: units sold are not units installed,
+# a forecast is not an outcome. A part that names one is answered (led) only by a
+# sentence naming it; a sentence naming only another may stand beside the lead as a
+# rival, labelled with what it measures (`measure_of`).
+MEASURE_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("installed", re.compile(r"\binstall(?:ed|ing|ation|ations|s)?\b|\bcommission(?:ed|ing)?\b|\binto service\b|"
+                             r"装机|安装|投运|投产", re.I)),
+    ("sold", re.compile(r"\bsold\b|\bsales?\b|\bsell(?:s|ing)?(?:-in|-out)?\b|\bship(?:ped|ments?)\b|销量|销售|出货", re.I)),
+    ("forecast", re.compile(r"\bforecasts?\b|\bexpect(?:s|ed)?\b|\bproject(?:ed|ions?)\b|\boutlook\b|预测|预计|有望", re.I)),
+)
+# A sentence whose subject is a difference ("The gap between … was 0.77 million") gives
+# by how much two figures differ, not how many there are.
+_DIFFERENCE_SUBJECT = re.compile(r"^\W*(?:the\s+)?(?:gap|difference|increase|decrease|change|shortfall)\b|^\W*(?:差距|差额)",
+                                 re.I)
+_ASKS_CHANGE = re.compile(r"\bby how much\b|\bchange[ds]?\b|\bgap\b|\bdiffer(?:ence)?\b|\bgrow(?:th|n)?\b|"
+                          r"\bcompare[ds]?\b|变化|增长|相比|差距", re.I)
+
+
+# Chinese gives a change by the verb before the figure ("增加34.3万人次"); a sentence all of
+# whose figures come after one gives differences only.
+_ZH_CHANGE_BEFORE = re.compile(r"(?:增加|减少|增长|下降|提高|降低|多出|少了)了?约?$")
+
+
+def asks_change(part: str) -> bool:
+    """The part asks by how much something changed or differs, not for a level."""
+    return bool(_ASKS_CHANGE.search(part))
+
+
+def gives_only_differences(text: str) -> bool:
+    if _DIFFERENCE_SUBJECT.search(text):
+        return True
+    mentions = figure_mentions(text)
+    return bool(mentions) and all(_ZH_CHANGE_BEFORE.search(text[max(0, m.start - 4):m.start]) for m in mentions)
+
+
+_PART_OFYEAR = re.compile(r"\b(?:quarter|Q[1-4]|half[- ]year|first half|second half|month|week)\b|"
+                           r"季度|上半年|下半年|个月", re.I)
+
+
+_ESTIMATE = re.compile(r"\bestimat(?:e[sd]?|ion)\b|估计|估算", re.I)
+
+
+def projected(text: str) -> bool:
+    """The figure is a forecast or an estimate, not a measured count."""
+    return "forecast" in measures_in(text) or bool(_ESTIMATE.search(text))
+
+
+def whole_period(text: str, part: str) -> bool:
+    """The sentence's figure covers the period the part asks about: not a quarter, half
+    year or month when the part does not ask for one."""
+    return not _PART_OFYEAR.search(text) or bool(_PART_OFYEAR.search(part))
+
+
+def measures_in(text: str) -> set[str]:
+    return {name for name, pattern in MEASURE_FAMILIES if pattern.search(text)}
+
+
+def measure_of(text: str) -> str | None:
+    """What a sentence measures, when it names one family only (for a rival's label)."""
+    found = measures_in(text)
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def answers_measure(text: str, part: str) -> bool:
+    """The sentence gives the measure the part asks for (any, when the part names none),
+    and a level when the part asks for a level, not a difference."""
+    asked = measures_in(part) - {"forecast"}
+    if asked and not asked & measures_in(text):
+        return False
+    return bool(_ASKS_CHANGE.search(part)) or not gives_only_differences(text)
+
+
+# A part asking for a share ("what share of all cars", "占比") is answered by a
+# percentage or a fraction, not by a count on the same subject.
+_ASKS_SHARE = re.compile(r"\b(?:shares?|percent(?:age)?s?|proportions?|fractions?)\b|占比|比例|比重|份额|百分之", re.I)
+_STATES_SHARE = re.compile(r"\d\s?(?:%|％|percent\b|per cent\b)|百分之|\bone (?:in|out of) (?:\w+)\b|"
+                           r"\b(?:half|a third|a quarter)\b|[一二三四五六七八九十]成", re.I)
+
+
+def wants_share(part: str) -> bool:
+    return bool(_ASKS_SHARE.search(part))
+
+
+def states_share(text: str) -> bool:
+    return bool(_STATES_SHARE.search(text))
+
+
+def wants_money(part: str) -> bool:
+    return bool(_ASKS_MONEY.search(part))
+
+
+def same_measure(text: str, part: str) -> bool:
+    """The sentence speaks of the money measure the part asks about (if it names one)."""
+    asked = [m for m in _MEASURES if m.search(part)]
+    return not asked or any(m.search(text) for m in asked)
+
+
+def states_money(text: str) -> bool:
+    return bool(_MONEY.search(text))
+
+
+# A sentence about the report itself ("The report includes a section on…", "In this
+# report, we…", "本报告…") says nothing of the world: it is no finding, whatever it cites.
+_ABOUT_THE_REPORT = re.compile(r"^\W*(?:the|this|our)\s+(?:report|brief|document|section|summary|analysis)\s+"
+                               r"(?:includes?|contains?|concludes?|discuss(?:es)?|covers?|describes?|presents?|"
+                               r"shows?|provides?|is|will|aims?|looks?|focuse?s?)\b|"
+                               r"\b(?:in|throughout) this (?:report|brief|section)\b|^\W*(?:本|该)(?:报告|简报|节)", re.I)
+
+
+def about_the_report(text: str) -> bool:
+    return bool(_ABOUT_THE_REPORT.search(text))
+
+
+def is_statement(text: str) -> bool:
+    """A sentence, not a heading or caption that lost its markup."""
+    return text.rstrip(" ”\"'）)").endswith((".", "!", "?", "。", "！", "？")) or len(text.split()) >= 12
+
+
+# A part asking for a cause ("why do sales figures differ", "what holds back growth",
+# "为什么…") is answered by the document that explains it, not by the figure that scores
+# best: its title names the question, and its sentences give the reasons.
+_ASKS_WHY = re.compile(r"^\W*(?:and\s+)?(?:why|how come)\b|\bwhat (?:explains|causes|caused|drives|limits|"
+                       r"hold(?:s)? back|held back)\b|\breasons?\b|为什么|为何|原因|什么因素", re.I)
+
+
+def asks_why(part: str) -> bool:
+    return bool(_ASKS_WHY.search(part))
+
+
+# Another estimate of one quantity lies within this factor of it; a figure further off
+# is a part of it or something else (82 bn of GPU clouds beside a 723 bn market).
+CLOSE_FACTOR = 2.0
+_UNIT_WORD = re.compile(r"\s*([A-Za-z]+|[\u4e00-\u9fff])")
+
+
+def _sized(text: str) -> list[tuple[str, float]]:
+    """Each figure of the sentence (not a year) as (the word after it, its value)."""
+    out = []
+    for m in figure_mentions(text):
+        unit = _UNIT_WORD.match(text, m.end)
+        values = [_number(v.rpartition(":")[2]) for v in m.claimed]  # "W:480000": a value in base units
+        value = max((v for v in values if v), default=None)
+        if unit and value:
+            out.append((unit.group(1).lower(), value))
+    return out
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def close_figures(text: str, lead: str) -> bool:
+    """The sentence gives a figure in the lead's unit within `CLOSE_FACTOR` of one of the
+    lead's, for a year the lead speaks of: another estimate of the same quantity (last
+    year's count is no rival to this year's)."""
+    years = set(YEAR.findall(text))
+    if years and not years & set(YEAR.findall(lead)):
+        return False
+    theirs = _sized(lead)
+    return any(unit == u and 1 / CLOSE_FACTOR <= value / v <= CLOSE_FACTOR
+               for unit, value in _sized(text) for u, v in theirs)
+
+
+def close_rival(text: str, lead: str) -> bool:
+    """Another estimate of the lead's quantity (`close_figures`), of the same kind: a
+    forecast beside a forecast, a count beside a count, of the measure the lead names
+    (next year's sales forecast is no rival to this year's installations)."""
+    named = measures_in(lead) - {"forecast"}
+    return close_figures(text, lead) and projected(text) == projected(lead) \
+        and (not named or bool(named & measures_in(text)))
+
+
+def is_title(text: str) -> bool:
+    """A title names a subject; a sentence with figures is a claim, not a title."""
+    words = text.split()
+    return 2 <= len(words) <= 16 and not text.rstrip().endswith((".", "。", "?", "？")) and not figures(text) \
+        and len(text) <= 120
