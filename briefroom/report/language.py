@@ -161,6 +161,9 @@ def question_parts(question: str) -> list[str]:
 
 # A heading is at most this many words (Chinese: characters): a reader scans headings.
 HEADING_WORDS = 10
+# A part only a little longer than a heading stays whole: cut, "how much capacity do
+# analysts expect Norvalia to add in 2027" would end on "expect Norvalia".
+WHOLE_HEADING_WORDS = 14
 HEADING_CHARS_ZH = 24
 # Words that cannot end a phrase: a heading ending in one was cut in the middle of it
 # ("Why do sales figures for the same"). Words that start a phrase: a long heading may be
@@ -233,7 +236,8 @@ def short_heading(text: str, limit: int = HEADING_WORDS) -> str:
                 heading = heading[:cuts[-1]]
         return heading.strip(" ，、：；")
     words = heading.split()
-    if len(words) > limit:
+    whole = WHOLE_HEADING_WORDS if limit == HEADING_WORDS else limit  # a caller's own limit is kept exactly
+    if len(words) > whole:
         cuts = [i for i in range(2, limit + 1) if i < len(words) and not _inside_name(words, i)
                 and (words[i].lower() in _PHRASE_STARTS or words[i - 1].endswith((",", ";", ":")))]
         # A boundary in the first half leaves too little of the part to say what it asks.

@@ -35,7 +35,8 @@ def test_a_long_heading_is_cut_only_where_a_phrase_ends():
 
 @pytest.mark.parametrize(("part", "heading"), [
     # no phrase boundary: the cut at ten words would fall inside the name, so the name stays whole
-    ("Compare annual ridership figures reported publicly last year across Caldermoor Metro Amber Line stations",
+    ("Compare annual ridership figures reported publicly last year across Caldermoor Metro Amber Line stations "
+     "and their depots",
      "Compare annual ridership figures reported publicly last year across Caldermoor Metro Amber Line"),
     # "of" inside a name is no phrase boundary
     ("What share of revenue did the Bank of England earn last year from its bond holdings",
@@ -43,6 +44,12 @@ def test_a_long_heading_is_cut_only_where_a_phrase_ends():
 ])
 def test_a_heading_is_never_cut_inside_a_name(part, heading):
     assert short_heading(part) == heading
+
+
+def test_a_part_a_little_longer_than_a_heading_stays_whole():
+    part = "how much new offshore wind capacity do analysts expect Norvalia to add in 2027"  # 14 words
+    assert short_heading(part) == "How much new offshore wind capacity do analysts expect Norvalia to add in 2027"
+    assert len(short_heading(part, 8).split()) <= 8  # a caller's own limit holds
 
 
 def source(sid: str, title: str, *sentences: str) -> SourceRecord:
