@@ -137,6 +137,16 @@ def measure_of(text: str) -> str | None:
     return next(iter(found)) if len(found) == 1 else None
 
 
+def measured_apart(text: str, lead: str) -> str | None:
+    """What a rival sentence measures that its lead does not: "forecast" for a forecast or
+    estimate beside a measured figure, else its one measure family when the lead names
+    another (`measure_of`); None when they measure alike."""
+    if projected(text) and not projected(lead):
+        return "forecast"
+    mine, theirs = measure_of(text), measures_in(lead) - {"forecast"}
+    return mine if mine and mine != "forecast" and theirs and mine not in theirs else None
+
+
 def answers_measure(text: str, part: str) -> bool:
     """The sentence gives the measure the part asks for (any, when the part names none),
     and a level when the part asks for a level, not a difference."""

@@ -47,6 +47,9 @@ LABELS: dict[str, dict[str, str]] = {
         "left_out": " Read but not cited: {titles}.",
         "estimate": "{title} ({kind}): an estimate, not a measured figure",
         "says": "{title} ({kind})",
+        # what a rival figure measures, when the lead measures another thing
+        "measures_forecast": "{who}: a forecast, not a measured figure",
+        "measures_sold": "{who}: counts units sold", "measures_installed": "{who}: counts units installed",
         "part_label": "Part {n}",
     },
     "zh": {
@@ -73,6 +76,8 @@ LABELS: dict[str, dict[str, str]] = {
         "left_out": "已阅读但未引用：{titles}。",
         "estimate": "{title}（{kind}）：估计值，并非实测数据",
         "says": "{title}（{kind}）",
+        "measures_forecast": "{who}：预测值，并非实测数据",
+        "measures_sold": "{who}：统计的是销量", "measures_installed": "{who}：统计的是安装量",
         "part_label": "第 {n} 部分",
     },
 }

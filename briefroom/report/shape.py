@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from briefroom.protocol.extraction import content_words, is_cjk, statements
 from briefroom.records import MAX_SECTIONS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
-from briefroom.report.asking import about_the_report, asks_why, figures, is_title
+from briefroom.report.asking import about_the_report, asks_why, figures, is_title, measured_apart
 from briefroom.report.checks import REPORT_WORDS
 from briefroom.report.language import LABELS, short_heading, whole_phrase
 from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, may_answer, part_leads
@@ -123,6 +123,17 @@ class Labeller:
         if not claim.source_ids or not (rival or self.unverified(claim)):
             return claim
         return claim.model_copy(update={"attribution": self.who(claim.source_ids[0])})
+
+    def beside(self, claim: Claim, lead: Fact) -> Claim:
+        """A rival figure with who gives it and, when it measures something the lead does
+        not (a forecast beside a count, sales beside installations), what it measures."""
+        out = self.labelled(claim, rival=True)
+        if out.attribution is None or self.unverified(claim):  # an estimate already says what it is
+            return out
+        what = measured_apart(claim.text, lead.text)
+        if what is None:
+            return out
+        return out.model_copy(update={"attribution": self.lab[f"measures_{what}"].format(who=out.attribution)})
 
 
 def sections_by_part(draft: WriterDraft, n_parts: int) -> list[list[DraftSection]]:
@@ -330,7 +341,7 @@ class _PartWriter:
             lead = found[0]
             claims = [self.label.labelled(quote(lead), rival=True) if c.text == f"“{lead.text}”" else c
                       for c in claims]
-        return claims + [self.label.labelled(quote(f), rival=True) for f in rivals]
+        return claims + [self.label.beside(quote(f), found[0]) for f in rivals]
 
 
 def _short_answer(model: Claim, lead: Fact | None, sections: list[DraftSection],

@@ -339,3 +339,22 @@ def test_a_why_part_is_answered_by_the_source_that_explains_it():
     score = Scorer(question, parts, [f.text for f in facts])
     assert explanation(facts, parts[1], score, titles, set())[0] is facts[2]
     assert explanation(facts, parts[1], score, {sid: "Notes" for sid in titles}, set()) == []
+
+
+def test_a_rival_says_what_it_measures_when_the_lead_measures_another_thing():
+    from briefroom.report.asking import measured_apart
+
+    installed = "Installers put 1.84 million heat pumps into service in Norvalia in 2025."
+    sold = "Manufacturers sold 2.23 million heat pumps into Norvalia in 2025."
+    forecast = "The plan expects 2.1 million heat pumps to be installed in Norvalia in 2025."
+    assert measured_apart(sold, installed) == "sold"
+    assert measured_apart(forecast, installed) == "forecast"
+    assert measured_apart("Fitters installed 1.9 million heat pumps in Norvalia in 2025.", installed) is None
+    assert measured_apart(forecast, "Analysts expect 2.0 million heat pumps in 2025.") is None  # both forecasts
+    question = "How many heat pumps were installed in Norvalia in 2025?"
+    planned = "Heat pump installations in Norvalia in 2025 were forecast at 2.1 million in the 2020 plan."
+    facts = [fact(installed, "R"), fact(planned, "P")]
+    report = outline(model_draft("Heat pumps were installed.", "R"), facts, question,
+                     {"R": "Installer survey 2025", "P": "Heat pump plan 2020"})
+    labels = [c.attribution for c in report.sections[0].claims if c.attribution]
+    assert labels == ["Installer survey 2025", "Heat pump plan 2020: a forecast, not a measured figure"]
