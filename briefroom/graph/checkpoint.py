@@ -72,10 +72,14 @@ class RedactingSerializer:
         return self.inner.loads_typed(data)
 
 
+def allowed_types() -> list[type]:
+    """What a checkpoint may rebuild: the state's own types, and the payload classes roles
+    registered (their own message types are state values too)."""
+    return [*STATE_TYPES, *(cls for cls in registered_payloads() if cls not in STATE_TYPES)]
+
+
 def serializer() -> RedactingSerializer:
-    # payload classes roles registered (their own message types) are state values too
-    extra = [cls for cls in registered_payloads() if cls not in STATE_TYPES]
-    return RedactingSerializer(JsonPlusSerializer(allowed_msgpack_modules=[*STATE_TYPES, *extra]))
+    return RedactingSerializer(JsonPlusSerializer(allowed_msgpack_modules=allowed_types()))
 
 
 class RunSaver(SqliteSaver):

@@ -117,7 +117,7 @@ def test_every_type_the_state_can_hold_is_on_the_checkpoint_allow_list():
 
     from pydantic import BaseModel
 
-    from briefroom.graph.checkpoint import STATE_TYPES
+    from briefroom.graph.checkpoint import allowed_types
     from briefroom.protocol.payloads import PayloadModel, registered_payloads
     from briefroom.state.schema import AgentState
 
@@ -142,4 +142,4 @@ def test_every_type_the_state_can_hold_is_on_the_checkpoint_allow_list():
 
     for annotation in typing.get_type_hints(AgentState, include_extras=True).values():
         walk(annotation)
-    assert found and found - set(STATE_TYPES) == set()
+    assert found and found - set(allowed_types()) == set()
