@@ -34,7 +34,7 @@ _REGISTERED: dict[str, type[PayloadModel]] = {}
 def type_name(cls: type[PayloadModel]) -> str:
     """The message type a payload class carries: the default of its `type` field."""
     name = cls.model_fields["type"].default
-    if not isinstance(name, str) or not name.isidentifier():
+    if not isinstance(name, str) or not name.isidentifier() or name != name.lower():
         raise ValueError(f"payload {cls.__name__}: declare `type: Literal[\"name\"] = \"name\"` with a "
                          f"lower-case identifier as its message type, not {name!r}")
     return name

@@ -287,8 +287,8 @@ class _PartWriter:
                 self.reserved[part] = found[0].text
 
     def claims_of(self, part: str, placed: list[Claim]) -> tuple[list[Fact], list[Claim]]:
-        """The part's leads (`outline.leads`) and its claims, without those an earlier part
-        said; no claims: nothing answers the part."""
+        """The part's leads (`outline.part_leads`: another part's own lead left to it) and
+        its claims, without those an earlier part said; no claims: nothing answers the part."""
         prose = self._prose(placed)
         own = self.reserved.get(part)
         others = {text for p, text in self.reserved.items() if p != part and text != own}

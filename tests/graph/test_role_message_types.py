@@ -139,6 +139,10 @@ def test_one_type_has_one_payload_class():
                      payload=None)
     with pytest.raises(ValueError, match="lower-case identifier"):
         MsgType.of("Not A Type")
+    with pytest.raises(ValueError, match="lower-case identifier"):
+        @register_payload
+        class Shouting(PayloadModel):
+            type: str = "Shout"
 
 
 def test_a_logged_message_of_an_unknown_type_is_refused():
