@@ -34,6 +34,8 @@ from briefroom.report.spec import ReportShape, ReportSpec
 _GENERIC = REPORT_WORDS | {"part", "section", "details", "discussion", "information"}
 
 
+# A question of at most this many words is the report's title as it stands.
+TITLE_WORDS = 24
 # Two sentences whose content words overlap this much (Jaccard) say the same thing: a small
 # model repeats its sentence with one word changed ("lower than expected" / "higher then
 # expected"), and a reader should read it once.
@@ -251,9 +253,14 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
 
 
 def _title(model_title: str, question: str, lab: dict[str, str]) -> str:
-    """The model's title when it is one (a whole phrase naming a subject), else the
+    """The model's title when it is one (a whole phrase naming a subject of the question,
+    not the report itself: "The report is about the current task" is none), else the
     question's own words, shortened."""
-    title = model_title.strip() if is_title(model_title) and whole_phrase(model_title) else short_heading(question, 14)
+    names_the_subject = bool(content_words(model_title) & content_words(question)) and not about_the_report(model_title)
+    if is_title(model_title) and whole_phrase(model_title) and names_the_subject:
+        title = model_title.strip()
+    else:  # the question itself, as the Critic's repair of a title would put it, unless it is too long to read
+        title = " ".join(question.split()) if len(question.split()) <= TITLE_WORDS else short_heading(question, 14)
     if len(title.strip()) < 3:  # a question of a word or two ("0"): the report still needs a title
         title = f"{lab['findings']}: {question.strip()}"[:120]
     return title

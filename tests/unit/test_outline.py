@@ -358,3 +358,12 @@ def test_a_rival_says_what_it_measures_when_the_lead_measures_another_thing():
                      {"R": "Installer survey 2025", "P": "Heat pump plan 2020"})
     labels = [c.attribution for c in report.sections[0].claims if c.attribution]
     assert labels == ["Installer survey 2025", "Heat pump plan 2020: a forecast, not a measured figure"]
+
+
+def test_a_model_title_about_the_report_gives_way_to_the_question():
+    about = WriterDraft(title="The report is about the current task",
+                        short_answer=Claim(text="It is big.", source_ids=["S1"]),
+                        sections=[DraftSection(heading="Notes", claims=[Claim(text="It is big.", source_ids=["S1"])])])
+    assert outline(about, FACTS, QUESTION).title == QUESTION  # the Critic would have sent it back for this
+    named = about.model_copy(update={"title": "Heat pumps installed in Norvalia"})
+    assert outline(named, FACTS, QUESTION).title == "Heat pumps installed in Norvalia"
