@@ -216,6 +216,9 @@ def asks_why(part: str) -> bool:
 # Another estimate of one quantity lies within this factor of it; a figure further off
 # is a part of it or something else (82 bn of GPU clouds beside a 723 bn market).
 CLOSE_FACTOR = 2.0
+# A figure this many times smaller than the lead's, in its unit, measures a part of the
+# quantity (one segment of a market), not the quantity.
+APART_FACTOR = 4.0
 _UNIT_WORD = re.compile(r"\s*([A-Za-z]+|[\u4e00-\u9fff])")
 
 
@@ -248,6 +251,18 @@ def close_figures(text: str, lead: str) -> bool:
     theirs = _sized(lead)
     return any(unit == u and 1 / CLOSE_FACTOR <= value / v <= CLOSE_FACTOR
                for unit, value in _sized(text) for u, v in theirs)
+
+
+def a_part_of(text: str, lead: str) -> bool:
+    """The sentence gives figures in a unit of the lead's, each under 1/`APART_FACTOR`
+    of the lead's largest in that unit: it measures a part of the quantity (GPU clouds'
+    82 bn beside a 723 bn market), however well it scores. A larger figure stays: a
+    year's forecast beside a quarter's actual tells the reader the whole."""
+    largest: dict[str, float] = {}
+    for unit, value in _sized(lead):
+        largest[unit] = max(value, largest.get(unit, value))
+    shared = [(unit, value) for unit, value in _sized(text) if unit in largest]
+    return bool(shared) and all(value * APART_FACTOR < largest[unit] for unit, value in shared)
 
 
 def close_rival(text: str, lead: str) -> bool:

@@ -32,6 +32,7 @@ from briefroom.report.asking import (
     gives_only_differences,
     is_statement,
     measures_in,
+    a_part_of,
     projected,
     same_measure,
     states_money,
@@ -353,6 +354,8 @@ def _rivals(scored: list[_Scored], lead: _Scored, part: str) -> list[Fact]:
             continue
         if gives_only_differences(fact.text) and not asks_change(part):
             continue  # a difference is no rival to a level
+        if a_part_of(fact.text, lead.fact.text):
+            continue  # a part of the quantity is no rival estimate of it
         if fact.source_id not in {f.source_id for f in out} and figures(fact.text) - figures(lead.fact.text):
             out.append(fact)
     return out[1:]

@@ -199,15 +199,18 @@ def test_a_quarters_actual_does_not_push_out_the_years_forecast():
     assert year in found  # the forecast for the year stays a candidate; the quarter cannot stand for the year
 
 
+CLOUD = "How big is the 2026 public cloud market?"
+CLOUD_FORECAST = "Worldwide end-user spending on public cloud services is forecast to reach 723 billion USD in 2026."
+CLOUD_GPU = ("Spending on GPU cloud capacity is estimated at 82 billion USD for 2026, roughly 11% of total public "
+             "cloud spending.")
+
+
 def test_an_estimate_does_not_push_out_a_forecast_nor_stand_for_a_count():
     from briefroom.report.asking import projected
     from briefroom.report.outline import Scorer, leads
 
-    question = "How big is the 2026 public cloud market?"
-    forecast = fact("Worldwide end-user spending on public cloud services is forecast to reach 723 billion USD in "
-                    "2026.", "A")
-    estimate = fact("Spending on GPU cloud capacity is estimated at 82 billion USD for 2026, roughly 11% of total "
-                    "public cloud spending.", "G")
+    question = CLOUD
+    forecast, estimate = fact(CLOUD_FORECAST, "A"), fact(CLOUD_GPU, "G")
     assert projected(estimate.text) and projected(forecast.text)
     assert not projected("Installers put 1.84 million heat pumps into service across Europe in 2025.")
     parts = question_parts(question)
@@ -276,13 +279,11 @@ def test_another_estimate_of_the_same_quantity_stands_beside_the_lead():
     from briefroom.report.asking import close_figures
     from briefroom.report.outline import Scorer, leads
 
-    question = "How big is the 2026 public cloud market?"
-    lead = fact("Worldwide end-user spending on public cloud services is forecast to reach 723 billion USD in 2026, "
-                "up from 595.7 billion USD in 2025.", "A")
+    question = CLOUD
+    lead = fact(CLOUD_FORECAST[:-1] + ", up from 595.7 billion USD in 2025.", "A")
     rival = fact("A research firm raised its forecast for 2026 public cloud spending to 680 billion USD, citing "
                  "demand for generative AI services.", "N")
-    part_of = fact("Spending on GPU cloud capacity is estimated at 82 billion USD for 2026, roughly 11% of the "
-                   "total.", "G")
+    part_of = fact(CLOUD_GPU, "G")
     last_year = fact("Public cloud spending reached 601 billion USD in 2024.", "L")
     assert close_figures(rival.text, lead.text)
     assert not close_figures(part_of.text, lead.text)  # a part of the market, an order of magnitude smaller
@@ -292,6 +293,22 @@ def test_another_estimate_of_the_same_quantity_stands_beside_the_lead():
     score = Scorer(question, parts, [f.text for f in (lead, rival, part_of)])
     found = leads([lead, rival, part_of], parts[0], score, {}, set(), {"A": 0.9, "N": 0.8, "G": 0.8})
     assert found[0] is lead and rival in found and part_of not in found
+
+
+def test_a_part_of_the_quantity_is_no_rival_however_well_it_scores():
+    """A busy demo's Searcher missed the analyst brief; the GPU clouds' 82 bn then stood
+    as a rival to the newswire's 680 bn market, on relevance alone."""
+    from briefroom.report.asking import a_part_of
+    from briefroom.report.outline import Scorer, leads
+
+    lead = fact("Analysts put 2026 public cloud market spending at 680 billion USD.", "N")
+    segment = fact("The 2026 public cloud market spending on GPU capacity is put at 82 billion USD.", "G")
+    assert a_part_of(segment.text, lead.text) and not a_part_of(CLOUD_FORECAST, lead.text)
+    assert not a_part_of("Public cloud spending grew 20% in 2026.", lead.text)  # no figure in the unit
+    parts = question_parts(CLOUD)
+    score = Scorer(CLOUD, parts, [lead.text, segment.text])
+    found = leads([lead, segment], parts[0], score, {}, set(), {"N": 0.8, "G": 0.8})
+    assert found == [lead]
 
 
 def test_a_sentence_about_the_report_itself_is_no_finding():
