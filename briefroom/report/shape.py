@@ -215,6 +215,7 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
     sentences of retrieved sources, the candidates code may quote; `accept_sentence`
     filters the model's sentences once more (None: all stay)."""
     lab = LABELS[language]
+    draft = _findings_only(draft)
     # a question of more parts than a report has sections: the report names those it leaves out
     omitted = [short_heading(p) for p in parts[MAX_SECTIONS:]]
     parts = parts[:MAX_SECTIONS] if parts else [question]
@@ -250,6 +251,20 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
     return ReportDraft.model_construct(
         title=title, short_answer=short, summary=summary, sections=sections, key_figures=[], omitted=omitted,
         not_said=not_said, source_labels={sid: profiles[sid].label(language) for sid in cited if sid in profiles})
+
+
+def _findings_only(draft: WriterDraft) -> WriterDraft:
+    """The draft without the model's sentences about the report itself ("The report
+    includes a section on…"): they are no finding, wherever the model put them."""
+    def kept(claims: list[Claim]) -> list[Claim]:
+        return [c for c in claims if not about_the_report(c.text)]
+
+    short = draft.short_answer
+    if about_the_report(short.text):
+        short = Claim.model_construct(text="", source_ids=[], attribution=None)
+    return draft.model_copy(update={
+        "short_answer": short, "summary": kept(draft.summary),
+        "sections": [s.model_copy(update={"claims": kept(s.claims)}) for s in draft.sections]})
 
 
 def _title(model_title: str, question: str, lab: dict[str, str]) -> str:
@@ -324,7 +339,6 @@ class _PartWriter:
         subject than the one asked ("Contractors installed 3.48 million … across North
         America"), were said already, or `accept_sentence` refuses them."""
         return [c for c in placed if c.text.strip() and not self.score.other_subject(c.text)
-                and not about_the_report(c.text)
                 and c.text.strip() not in self.said and (self.accept_sentence is None or self.accept_sentence(c))]
 
     def _lead_and_prose(self, prose: list[Claim], found: list[Fact]) -> list[Claim]:
@@ -362,8 +376,7 @@ def _short_answer(model: Claim, lead: Fact | None, sections: list[DraftSection],
         return model if model.text.strip() and model.source_ids else first_cited
     best = profiles[lead.source_id].authority if lead.source_id in profiles else 1.0
     rests_on = max((profiles[s].authority for s in model.source_ids if s in profiles), default=0.0)
-    if model.text.strip() and model.source_ids and figures(lead.text) & figures(model.text) and rests_on >= best \
-            and not about_the_report(model.text):
+    if model.text.strip() and model.source_ids and figures(lead.text) & figures(model.text) and rests_on >= best:
         return label.labelled(model)
     return label.labelled(quote(lead))  # an estimate that is all there is says it is one
 
@@ -375,7 +388,7 @@ def _summary(model: list[Claim], short: Claim, sections: list[DraftSection], lim
     repeats the title's words says nothing and is left out."""
     named = set(content_words(title))
     chosen = [label.labelled(c) for c in model if c.text.strip() and c.source_ids
-              and not set(content_words(c.text)) <= named and not about_the_report(c.text)]
+              and not set(content_words(c.text)) <= named]
     if not chosen:
         chosen = [next(c for c in s.claims) for s in sections[1:] if s.claims and s.claims[0].source_ids]
         chosen = [c.model_copy(update={"attribution": None}) if c.attribution and not label.unverified(c) else c
