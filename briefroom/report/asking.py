@@ -11,6 +11,7 @@ outline weighs them.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from briefroom.protocol.extraction import Mention, number_mentions, numbers_in
 
@@ -222,7 +223,8 @@ APART_FACTOR = 4.0
 _UNIT_WORD = re.compile(r"\s*([A-Za-z]+|[\u4e00-\u9fff])")
 
 
-def _sized(text: str) -> list[tuple[str, float]]:
+@lru_cache(maxsize=4096)  # a rival's candidates are each held against the same lead
+def _sized(text: str) -> tuple[tuple[str, float], ...]:
     """Each figure of the sentence (not a year) as (the word after it, its value)."""
     out = []
     for m in figure_mentions(text):
@@ -231,7 +233,7 @@ def _sized(text: str) -> list[tuple[str, float]]:
         value = max((v for v in values if v), default=None)
         if unit and value:
             out.append((unit.group(1).lower(), value))
-    return out
+    return tuple(out)
 
 
 def _number(text: str) -> float | None:
@@ -241,6 +243,14 @@ def _number(text: str) -> float | None:
         return None
 
 
+def _ratios_to(text: str, lead: str) -> list[list[float]]:
+    """For each figure of the sentence in a unit the lead uses, its ratios to the lead's
+    figures in that unit."""
+    theirs = _sized(lead)
+    out = [[value / v for u, v in theirs if u == unit] for unit, value in _sized(text)]
+    return [ratios for ratios in out if ratios]
+
+
 def close_figures(text: str, lead: str) -> bool:
     """The sentence gives a figure in the lead's unit within `CLOSE_FACTOR` of one of the
     lead's, for a year the lead speaks of: another estimate of the same quantity (last
@@ -248,9 +258,7 @@ def close_figures(text: str, lead: str) -> bool:
     years = set(YEAR.findall(text))
     if years and not years & set(YEAR.findall(lead)):
         return False
-    theirs = _sized(lead)
-    return any(unit == u and 1 / CLOSE_FACTOR <= value / v <= CLOSE_FACTOR
-               for unit, value in _sized(text) for u, v in theirs)
+    return any(1 / CLOSE_FACTOR <= r <= CLOSE_FACTOR for ratios in _ratios_to(text, lead) for r in ratios)
 
 
 def a_part_of(text: str, lead: str) -> bool:
@@ -258,11 +266,8 @@ def a_part_of(text: str, lead: str) -> bool:
     of the lead's largest in that unit: it measures a part of the quantity (GPU clouds'
     82 bn beside a 723 bn market), however well it scores. A larger figure stays: a
     year's forecast beside a quarter's actual tells the reader the whole."""
-    largest: dict[str, float] = {}
-    for unit, value in _sized(lead):
-        largest[unit] = max(value, largest.get(unit, value))
-    shared = [(unit, value) for unit, value in _sized(text) if unit in largest]
-    return bool(shared) and all(value * APART_FACTOR < largest[unit] for unit, value in shared)
+    shared = _ratios_to(text, lead)
+    return bool(shared) and all(min(ratios) * APART_FACTOR < 1 for ratios in shared)
 
 
 def close_rival(text: str, lead: str) -> bool:

@@ -23,6 +23,7 @@ from briefroom.protocol.extraction import (
 from briefroom.records import Fact
 from briefroom.report.asking import (
     YEAR,
+    a_part_of,
     about_other_years,
     answers_measure,
     asks_change,
@@ -32,7 +33,6 @@ from briefroom.report.asking import (
     gives_only_differences,
     is_statement,
     measures_in,
-    a_part_of,
     projected,
     same_measure,
     states_money,

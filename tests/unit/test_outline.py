@@ -296,8 +296,8 @@ def test_another_estimate_of_the_same_quantity_stands_beside_the_lead():
 
 
 def test_a_part_of_the_quantity_is_no_rival_however_well_it_scores():
-    """A busy demo's Searcher missed the analyst brief; the GPU clouds' 82 bn then stood
-    as a rival to the newswire's 680 bn market, on relevance alone."""
+    """When the market's best estimate was not retrieved, a segment's figure (GPU clouds'
+    82 bn) must not stand as a rival to the market's 680 bn, on relevance alone."""
     from briefroom.report.asking import a_part_of
     from briefroom.report.outline import Scorer, leads
 
