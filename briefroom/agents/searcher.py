@@ -7,6 +7,7 @@ for "723 billion") is replaced by the verbatim sentence it was about.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -36,6 +37,12 @@ MAX_INSTRUCTIONS_PER_TURN = 4
 # Besides the model's findings, the passages' most relevant figures travel verbatim: a
 # number copied by code cannot be mis-copied by a model.
 VERBATIM_FIGURES_PER_QUESTION = 2
+# A part of the question searched alone can miss the source the whole question finds
+# first: "How big is the 2026 public cloud market" ranks a short newswire and an opinion
+# post above the analyst brief, whose opening also answers "who is growing fastest". The
+# whole question is searched too, and its best passages from sources the part's searches
+# did not return join the part's (this many, so a part's material stays its own).
+WHOLE_QUESTION_HITS = 2
 
 
 class Finding(BaseModel):
@@ -103,6 +110,23 @@ def _records(outcomes) -> list[SourceRecord]:
     return list(records.values())
 
 
+def whole_question_passages(turn: Turn, instruction: AgentMessage,
+                            outcomes: list[ToolOutcome]) -> list[ToolOutcome]:
+    """The run's whole question searched by code, its hits cut to the best
+    WHOLE_QUESTION_HITS from sources `outcomes` did not return; nothing when the
+    instruction is the whole question (or there is no corpus)."""
+    goal = turn.charter.goal
+    tool = turn.ctx.tools.get("local_search")
+    if tool is None or subject_key(goal) == subject_key(instruction.body.content):
+        return []
+    outcome = run_tool(tool, f"whole-{instruction.msg_id}", LocalSearchArgs(query=goal[:400]).model_dump())
+    if not isinstance(outcome.result, LocalSearchResult):
+        return [outcome]  # a failed search still counts for `stop_if_a_tool_broke`
+    found = {hit.source_id for o in outcomes if isinstance(o.result, LocalSearchResult) for hit in o.result.hits}
+    new = [hit for hit in outcome.result.hits if hit.source_id not in found][:WHOLE_QUESTION_HITS]
+    return [dataclasses.replace(outcome, result=LocalSearchResult(hits=new))] if new else []
+
+
 def search(turn: Turn, instruction: AgentMessage, task_id: str | None,
            calls: list[ToolOutcome]) -> list[AgentMessage]:
     """Search for one instruction's (or question's) text and publish what answers it;
@@ -121,6 +145,7 @@ def search(turn: Turn, instruction: AgentMessage, task_id: str | None,
         turn.ctx.log.write(Fallback(agent="searcher", round=turn.round, reason="no local_search for the question"))
         outcomes.append(run_tool(turn.ctx.tools["local_search"], f"fallback-{instruction.msg_id}",
                                  LocalSearchArgs(query=question[:400]).model_dump()))
+    outcomes += whole_question_passages(turn, instruction, outcomes)
     calls += outcomes
     records = _records(outcomes)
     turn.add_sources(records)

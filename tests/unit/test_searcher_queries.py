@@ -103,3 +103,45 @@ def test_the_question_is_searched_when_the_model_searched_for_something_else(tmp
     assert len(fallbacks) == (1 if searched_again else 0)
     # either way the conclusion rests on the passage that answers the question
     assert any("723 billion" in m.body.content and "S0000abcd" in m.body.references for m in published)
+
+
+WHOLE = "How big is the public cloud market in 2026, and who is growing fastest?"
+
+
+def _two_part_corpus(seen: list[str]) -> Tool:
+    """The part's words find a newswire; only the whole question finds the brief."""
+    def hit(source_id: str, chunk: str, text: str) -> SearchHit:
+        return SearchHit(source_id=source_id, chunk_id=chunk, title=source_id, start=0, end=len(text), text=text,
+                         score=0.5)
+
+    def run(args):
+        seen.append(args.query)
+        newswire = hit("S0000aaaa", "n0", "A research firm forecasts 2026 public cloud spending at 680 billion dollars.")
+        if "fastest" not in args.query:
+            return LocalSearchResult(hits=[newswire])
+        return LocalSearchResult(hits=[
+            hit("S0000bbbb", "b0", "Public cloud spending is forecast to reach 723 billion dollars in 2026."),
+            newswire,
+            hit("S0000bbbb", "b1", "Among the providers, Azure is growing fastest, at 31% a year."),
+            hit("S0000cccc", "c0", "Cloud costs worry one in three firms."),
+        ])
+    return Tool("local_search", "search", LocalSearchArgs, LocalSearchResult, run)
+
+
+@pytest.mark.parametrize("goal, whole_searched", [(WHOLE, True), (QUESTION, False)])
+def test_a_part_of_the_question_also_gets_what_the_whole_question_finds(tmp_path, goal, whole_searched):
+    seen: list[str] = []
+    steps = [AIMessage(content="", tool_calls=[{"name": "local_search", "args": {"query": QUESTION}, "id": "c1"}]),
+             AIMessage(content="done"), _findings("S0000aaaa")]
+    tools = {"local_search": _two_part_corpus(seen), "read_artifact": artifact_tool(ArtifactStore(tmp_path / "art")),
+             "read_source": Tool("read_source", "read", ReadSourceArgs, ReadSourceResult, lambda args: None)}
+    turn, log = _searcher_turn(tmp_path, steps, tools)
+    turn.state["charter"] = turn.charter.model_copy(update={"goal": goal})
+    calls: list = []
+    search(turn, _instruction(), None, calls)
+    log.close()
+    assert seen == ([QUESTION, WHOLE] if whole_searched else [QUESTION])
+    passages = {p.chunk_id for r in turn.new_sources.values() for p in r.passages}
+    # the brief's two passages join; the third new source is past WHOLE_QUESTION_HITS,
+    # and the newswire the part already found is not sent twice
+    assert passages == ({"n0", "b0", "b1"} if whole_searched else {"n0"})
