@@ -191,6 +191,8 @@ def states_money(text: str) -> bool:
 _ABOUT_THE_REPORT = re.compile(r"^\W*(?:the|this|our)\s+(?:report|brief|document|section|summary|analysis)\s+"
                                r"(?:includes?|contains?|concludes?|discuss(?:es)?|covers?|describes?|presents?|"
                                r"shows?|provides?|is|will|aims?|looks?|focuse?s?)\b|"
+                               r"^\W*an?\s+(?:report|brief|document|summary|analysis)\s+(?:about|(?:that|which)\s+"
+                               r"(?:is|will|covers?|looks?|discuss(?:es)?|describes?|presents?|focuse?s?))\b|"
                                r"\b(?:in|throughout) this (?:report|brief|section)\b|^\W*(?:本|该)(?:报告|简报|节)", re.I)
 
 

@@ -166,14 +166,15 @@ def place_sentences(grouped: list[list[DraftSection]], parts: list[str], score: 
 
 def heading_of(model_headings: list[str], part: str, question: str, fallback: str = "Findings",
                taken: frozenset[str] = frozenset()) -> str:
-    """The model's heading when it is a whole phrase about its part and not already the
-    title's or another section's (`taken`, lower case); else the part's own words,
+    """The model's heading when it is a whole phrase about its part (not about the report)
+    and not already the title's or another section's (`taken`, lower case); else the part's own words,
     shortened at a phrase boundary (`short_heading`)."""
     wanted = content_words(part) | content_words(question)
     for heading in model_headings:
         words = content_words(heading)
         if (heading.strip() and whole_phrase(heading) and len(heading.split()) <= 12 and words - _GENERIC
-                and words & wanted and " ".join(heading.lower().split()) not in taken):
+                and words & wanted and not about_the_report(heading)
+                and " ".join(heading.lower().split()) not in taken):
             heading = heading.strip()
             return heading[:1].upper() + heading[1:]
     heading = short_heading(part)

@@ -316,11 +316,13 @@ def test_a_sentence_about_the_report_itself_is_no_finding():
 
     for meta in ("The report includes a section on how heat pumps sold in Europe during 2025.",
                  "In this report, we will discuss the facts and figures of the current task.",
-                 "This brief looks at installations first.", "本报告分为三个部分。"):
+                 "This brief looks at installations first.", "本报告分为三个部分。",
+                 "A report that is about the 2026 public cloud market.", "A report about heat pumps"):
         assert about_the_report(meta), meta
     for finding in ("The directorate's report counts 2.6 GW added in 2025.",
                     "Installers put 1.84 million heat pumps into service across Europe in 2025.",
-                    "The summary statistics show 10.6% of cars are battery-electric."):
+                    "The summary statistics show 10.6% of cars are battery-electric.",
+                    "A report by the directorate that covers 2025 counts 2.6 GW."):
         assert not about_the_report(finding), finding
     draft = WriterDraft(title="Heat pumps", short_answer=Claim(text="The report is about heat pumps in Norvalia.",
                                                                source_ids=["S1"]),

@@ -200,3 +200,12 @@ def test_the_method_note_claims_side_by_side_figures_only_when_the_report_shows_
         without = method_note(turn, sources, ["REG"], language, attributed=False)
         assert with_rivals.startswith(without) and with_rivals != without
         assert LABELS[language]["side_by_side"] not in without
+
+
+def test_a_heading_about_the_report_gives_way_to_the_parts_words():
+    registry = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
+                     source_ids=["REG"])
+    draft = WriterDraft(title="Heat pumps", short_answer=registry, summary=[registry],
+                        sections=[DraftSection(heading="A report that is about heat pumps installed in Europe in 2025.",
+                                               claims=[registry], part=1)])
+    assert build(draft).sections[0].heading == "How many heat pumps were installed in Europe in 2025"
