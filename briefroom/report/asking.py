@@ -272,6 +272,32 @@ def a_part_of(text: str, lead: str) -> bool:
     return bool(shared) and all(min(ratios) * APART_FACTOR < 1 for ratios in shared)
 
 
+# Qualifiers that split one quantity into others: onshore wind is not offshore wind,
+# exports are not imports, a year's additions are not the fleet that stands at its end.
+# Each pair is (one side, the other side).
+CONTRASTS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
+    (re.compile(a, re.I), re.compile(b, re.I)) for a, b in (
+        (r"\bonshore\b|陆上", r"\boffshore\b|海上"),
+        (r"\bimport(?:s|ed)?\b|进口", r"\bexport(?:s|ed)?\b|出口"),
+        (r"\bdomestic\b|国内", r"\binternational\b|\bforeign\b|国际|境外"),
+        (r"\burban\b|城镇", r"\brural\b|农村"),
+        (r"\badd(?:s|ed|ing|itions?)?\b|\bnew(?:ly)?\b|新增|新装",
+         r"\btotal (?:installed|capacity|fleet|stock)\b|\bcumulative\b|\bstood at\b|累计|保有量|总装机"),
+    ))
+
+
+def qualified_otherwise(text: str, part: str) -> bool:
+    """The sentence names only the other side of a qualifier the part names on one side
+    (`CONTRASTS`): onshore capacity where the part asks for offshore, the fleet's total
+    where it asks what was added. It measures another quantity, however well it scores."""
+    for one, other in CONTRASTS:
+        for asked, counterpart in ((one, other), (other, one)):
+            if (asked.search(part) and not counterpart.search(part)
+                    and counterpart.search(text) and not asked.search(text)):
+                return True
+    return False
+
+
 def close_rival(text: str, lead: str) -> bool:
     """Another estimate of the lead's quantity (`close_figures`), of the same kind: a
     forecast beside a forecast, a count beside a count, of the measure the lead names

@@ -34,6 +34,7 @@ from briefroom.report.asking import (
     is_statement,
     measures_in,
     projected,
+    qualified_otherwise,
     same_measure,
     states_money,
     states_share,
@@ -356,6 +357,8 @@ def _rivals(scored: list[_Scored], lead: _Scored, part: str) -> list[Fact]:
             continue  # a difference is no rival to a level
         if a_part_of(fact.text, lead.fact.text):
             continue  # a part of the quantity is no rival estimate of it
+        if qualified_otherwise(fact.text, part):
+            continue  # onshore beside offshore, a fleet's total beside a year's additions
         if fact.source_id not in {f.source_id for f in out} and figures(fact.text) - figures(lead.fact.text):
             out.append(fact)
     return out[1:]

@@ -311,6 +311,32 @@ def test_a_part_of_the_quantity_is_no_rival_however_well_it_scores():
     assert found == [lead]
 
 
+WIND = ("How much offshore wind capacity did Norvalia add in 2025, and how much do analysts expect "
+        "Norvalia to add in 2027?")
+
+
+def test_another_side_of_a_qualifier_the_part_names_is_no_rival():
+    """Onshore capacity beside offshore, the fleet's total beside a year's additions: other
+    quantities, which must not stand as rival estimates however well they score."""
+    from briefroom.report.asking import qualified_otherwise
+    from briefroom.report.outline import Scorer, leads
+
+    lead = fact("Norvalia added 2.6 GW of new offshore wind capacity in 2025.", "D")
+    onshore = fact("Norvalia added 1.9 GW of onshore wind capacity in 2025.", "O")
+    fleet = fact("Norvalia's total installed offshore wind capacity stood at 10.4 GW at the end of 2025.", "F")
+    rival = fact("A trade group counts 2.4 GW of offshore wind capacity added in Norvalia in 2025.", "T")
+    part = question_parts(WIND)[0]
+    assert qualified_otherwise(onshore.text, part) and qualified_otherwise(fleet.text, part)
+    assert not qualified_otherwise(rival.text, part) and not qualified_otherwise(lead.text, part)
+    # a part that names both sides asks about both: neither is another quantity
+    assert not qualified_otherwise(onshore.text, "How much onshore and offshore wind capacity was added in 2025")
+    assert qualified_otherwise("出口额为120亿元。", "2025年进口额是多少")
+    facts = [lead, onshore, fleet, rival]
+    score = Scorer(WIND, question_parts(WIND), [f.text for f in facts])
+    found = leads(facts, part, score, {}, set(), {"D": 1.0, "O": 0.8, "F": 0.8, "T": 0.95})
+    assert found[0] == lead and onshore not in found and fleet not in found
+
+
 def test_a_sentence_about_the_report_itself_is_no_finding():
     from briefroom.report.asking import about_the_report
 
