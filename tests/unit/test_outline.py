@@ -311,10 +311,6 @@ def test_a_part_of_the_quantity_is_no_rival_however_well_it_scores():
     assert found == [lead]
 
 
-WIND = ("How much offshore wind capacity did Norvalia add in 2025, and how much do analysts expect "
-        "Norvalia to add in 2027?")
-
-
 def test_another_side_of_a_qualifier_the_part_names_is_no_rival():
     """Onshore capacity beside offshore, the fleet's total beside a year's additions: other
     quantities, which must not stand as rival estimates however well they score."""
