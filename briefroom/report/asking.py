@@ -200,6 +200,16 @@ def about_the_report(text: str) -> bool:
     return bool(_ABOUT_THE_REPORT.search(text))
 
 
+# A title or heading naming the report ("A report on the facts and figures of …") labels
+# nothing a reader looks for; in a sentence the same words may cite a source's report.
+_REPORT_LABEL = re.compile(r"^\W*(?:an?|the|this|our)\s+(?:report|brief|summary|overview|analysis)\s+"
+                           r"(?:on|about|of|into|for)\b", re.I)
+
+
+def labels_the_report(label: str) -> bool:
+    return about_the_report(label) or bool(_REPORT_LABEL.search(label))
+
+
 def is_statement(text: str) -> bool:
     """A sentence, not a heading or caption that lost its markup."""
     return text.rstrip(" ”\"'）)").endswith((".", "!", "?", "。", "！", "？")) or len(text.split()) >= 12

@@ -22,7 +22,14 @@ from dataclasses import dataclass, field
 
 from briefroom.protocol.extraction import content_words, is_cjk, statements
 from briefroom.records import MAX_SECTIONS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
-from briefroom.report.asking import about_the_report, asks_why, figures, is_title, measured_apart
+from briefroom.report.asking import (
+    about_the_report,
+    asks_why,
+    figures,
+    is_title,
+    labels_the_report,
+    measured_apart,
+)
 from briefroom.report.checks import REPORT_WORDS
 from briefroom.report.language import LABELS, short_heading, whole_phrase
 from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, may_answer, part_leads
@@ -173,7 +180,7 @@ def heading_of(model_headings: list[str], part: str, question: str, fallback: st
     for heading in model_headings:
         words = content_words(heading)
         if (heading.strip() and whole_phrase(heading) and len(heading.split()) <= 12 and words - _GENERIC
-                and words & wanted and not about_the_report(heading)
+                and words & wanted and not labels_the_report(heading)
                 and " ".join(heading.lower().split()) not in taken):
             heading = heading.strip()
             return heading[:1].upper() + heading[1:]
@@ -272,7 +279,7 @@ def _title(model_title: str, question: str, lab: dict[str, str]) -> str:
     """The model's title when it is one (a whole phrase naming a subject of the question,
     not the report itself: "The report is about the current task" is none), else the
     question's own words, shortened."""
-    names_the_subject = bool(content_words(model_title) & content_words(question)) and not about_the_report(model_title)
+    names_the_subject = bool(content_words(model_title) & content_words(question)) and not labels_the_report(model_title)
     if is_title(model_title) and whole_phrase(model_title) and names_the_subject:
         title = model_title.strip()
     else:  # the question itself, as the Critic's repair of a title would put it, unless it is too long to read

@@ -406,5 +406,10 @@ def test_a_model_title_about_the_report_gives_way_to_the_question():
                         short_answer=Claim(text="It is big.", source_ids=["S1"]),
                         sections=[DraftSection(heading="Notes", claims=[Claim(text="It is big.", source_ids=["S1"])])])
     assert outline(about, FACTS, QUESTION).title == QUESTION  # the Critic would have sent it back for this
+    a_report_on = about.model_copy(update={"title": "A report on the facts and figures of heat pumps in Norvalia"})
+    assert outline(a_report_on, FACTS, QUESTION).title == QUESTION
     named = about.model_copy(update={"title": "Heat pumps installed in Norvalia"})
     assert outline(named, FACTS, QUESTION).title == "Heat pumps installed in Norvalia"
+    from briefroom.report.asking import about_the_report, labels_the_report
+    cited = "A report on heat pumps by the registry counts 1.84 million installed."
+    assert labels_the_report(cited) and not about_the_report(cited)  # as a sentence it may cite a source
