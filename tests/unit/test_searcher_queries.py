@@ -85,17 +85,22 @@ def _findings(source_id: str) -> AIMessage:
         "source_ids": [source_id], "subject": "cloud market size"}]}))
 
 
+def _one_search(tmp_path, query: str, corpus: Tool, cited: str):
+    """A Searcher turn whose model searches `query` once, then reports a finding citing `cited`."""
+    steps = [AIMessage(content="", tool_calls=[{"name": "local_search", "args": {"query": query}, "id": "c1"}]),
+             AIMessage(content="done"), _findings(cited)]
+    tools = {"local_search": corpus, "read_artifact": artifact_tool(ArtifactStore(tmp_path / "art")),
+             "read_source": Tool("read_source", "read", ReadSourceArgs, ReadSourceResult, lambda args: None)}
+    return _searcher_turn(tmp_path, steps, tools)
+
+
 @pytest.mark.parametrize("query, searched_again", [
     ("https://www.googleapis.com/cloudcomputing/v3/docs?q=Cloud+2026", True),
     ("public cloud market 2026", False),
 ])
 def test_the_question_is_searched_when_the_model_searched_for_something_else(tmp_path, query, searched_again):
     seen: list[str] = []
-    steps = [AIMessage(content="", tool_calls=[{"name": "local_search", "args": {"query": query}, "id": "c1"}]),
-             AIMessage(content="done"), _findings("S0000abcd")]
-    tools = {"local_search": _corpus_search(seen), "read_artifact": artifact_tool(ArtifactStore(tmp_path / "art")),
-             "read_source": Tool("read_source", "read", ReadSourceArgs, ReadSourceResult, lambda args: None)}
-    turn, log = _searcher_turn(tmp_path, steps, tools)
+    turn, log = _one_search(tmp_path, query, _corpus_search(seen), "S0000abcd")
     published = search(turn, _instruction(), None, [])
     log.close()
     fallbacks = [e for e in read_events(tmp_path / "run.jsonl") if isinstance(e, Fallback)]
@@ -131,11 +136,7 @@ def _two_part_corpus(seen: list[str]) -> Tool:
 @pytest.mark.parametrize("goal, whole_searched", [(WHOLE, True), (QUESTION, False)])
 def test_a_part_of_the_question_also_gets_what_the_whole_question_finds(tmp_path, goal, whole_searched):
     seen: list[str] = []
-    steps = [AIMessage(content="", tool_calls=[{"name": "local_search", "args": {"query": QUESTION}, "id": "c1"}]),
-             AIMessage(content="done"), _findings("S0000aaaa")]
-    tools = {"local_search": _two_part_corpus(seen), "read_artifact": artifact_tool(ArtifactStore(tmp_path / "art")),
-             "read_source": Tool("read_source", "read", ReadSourceArgs, ReadSourceResult, lambda args: None)}
-    turn, log = _searcher_turn(tmp_path, steps, tools)
+    turn, log = _one_search(tmp_path, QUESTION, _two_part_corpus(seen), "S0000aaaa")
     turn.state["charter"] = turn.charter.model_copy(update={"goal": goal})
     calls: list = []
     search(turn, _instruction(), None, calls)
