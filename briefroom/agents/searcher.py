@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import re
 
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn, passage_items
-from briefroom.agents.tool_loop import stop_if_a_tool_broke
+from briefroom.agents.tool_loop import code_call, stop_if_a_tool_broke
 from briefroom.corpus.tools import LocalSearchArgs, LocalSearchResult, ReadSourceResult
-from briefroom.events import ClaimRejected, Fallback, ToolCall, ToolResult
+from briefroom.events import ClaimRejected, Fallback
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.extraction import content_words, extract_facts, relevance
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.payloads import Answer, Conclusion, Question
 from briefroom.protocol.prompt_assembly import mark_data
-from briefroom.protocol.tools import ToolOutcome, run_tool
+from briefroom.protocol.tools import ToolOutcome
 from briefroom.records import Claim, Passage, SourceRecord
 from briefroom.report.checks import claim_problems, closest_fact
 from briefroom.state.reducers import merge_sources
@@ -119,7 +118,8 @@ def whole_question_passages(turn: Turn, instruction: AgentMessage,
     tool = turn.ctx.tools.get("local_search")
     if tool is None or subject_key(goal) == subject_key(instruction.body.content):
         return []
-    outcome = run_tool(tool, f"whole-{instruction.msg_id}", LocalSearchArgs(query=goal[:400]).model_dump())
+    outcome = code_call(turn, "local_search", f"whole-{instruction.msg_id}",
+                        LocalSearchArgs(query=goal[:400]).model_dump(), goal)
     if not isinstance(outcome.result, LocalSearchResult):
         return [outcome]  # a failed search still counts for `stop_if_a_tool_broke`
     found = {hit.source_id for o in outcomes if isinstance(o.result, LocalSearchResult) for hit in o.result.hits}
@@ -143,8 +143,8 @@ def search(turn: Turn, instruction: AgentMessage, task_id: str | None,
         # about something else): search the question itself so the round still rests on
         # retrieved text, and say so in the log.
         turn.ctx.log.write(Fallback(agent="searcher", round=turn.round, reason="no local_search for the question"))
-        outcomes.append(run_tool(turn.ctx.tools["local_search"], f"fallback-{instruction.msg_id}",
-                                 LocalSearchArgs(query=question[:400]).model_dump()))
+        outcomes.append(code_call(turn, "local_search", f"fallback-{instruction.msg_id}",
+                                  LocalSearchArgs(query=question[:400]).model_dump(), question))
     outcomes += whole_question_passages(turn, instruction, outcomes)
     calls += outcomes
     records = _records(outcomes)
@@ -255,10 +255,8 @@ ROLE = Role(
 
 def read_found(turn: Turn, outcomes: list[ToolOutcome], question: str) -> list[ToolOutcome]:
     """Fetch the first search results nobody opened yet (at most WEB_READS_PER_QUESTION),
-    through `run_tool` like a model's call, logged as tool calls of the role."""
-    ctx = turn.ctx
-    tool = ctx.tools.get("fetch_url")
-    if tool is None or "fetch_url" not in (*turn.role.tools, *turn.role.optional_tools):
+    through `code_call`, logged as tool calls of the role."""
+    if turn.ctx.tools.get("fetch_url") is None or "fetch_url" not in (*turn.role.tools, *turn.role.optional_tools):
         return []
     opened = {str(o.args.get("url", "")) for o in outcomes if o.tool == "fetch_url"}
     urls: list[str] = []
@@ -268,14 +266,5 @@ def read_found(turn: Turn, outcomes: list[ToolOutcome], question: str) -> list[T
     done = []
     for n, url in enumerate(urls[:WEB_READS_PER_QUESTION]):
         call_id = f"read_{hashlib.sha256(f'{turn.worker}|{turn.round}|{question}|{url}'.encode()).hexdigest()[:12]}_{n}"
-        args = {"url": url, "query": question[:400]}
-        ctx.log.write(ToolCall(agent=turn.worker, round=turn.round, tool="fetch_url", call_id=call_id, args=args))
-        outcome = run_tool(tool, call_id, args, tools=ctx.tools, task=question)
-        size = len(json.dumps(outcome.result.model_dump() if outcome.result else outcome.error).encode())
-        ctx.log.write(ToolResult(agent=turn.worker, round=turn.round, tool="fetch_url", call_id=call_id,
-                                 ok=outcome.ok, bytes=size, trimmed=False, artifact=None, attempts=outcome.attempts,
-                                 redactions=outcome.redaction_counts(), error=outcome.error))
-        if outcome.result is not None:
-            ctx.add_tool_output(turn.clock(), outcome.result.model_dump_json())
-        done.append(outcome)
+        done.append(code_call(turn, "fetch_url", call_id, {"url": url, "query": question[:400]}, question))
     return done

@@ -11,6 +11,7 @@ the model reads.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -106,6 +107,26 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
                                                  + mark_data("error", problems[:600]) + "\n"
                                                  "Call the tool again with arguments that match its schema."))
     return outcomes
+
+
+def code_call(turn: "Turn", tool_name: str, call_id: str, args: dict[str, Any], task: str) -> ToolOutcome:
+    """A tool call code makes on the role's behalf (a fallback search, the whole
+    question's search, a page nobody opened), run and logged as the model's calls are:
+    the run log, the run page and the memory gates see every tool result either way."""
+    ctx = turn.ctx
+    ctx.log.write(ToolCall(agent=turn.worker, round=turn.round, tool=tool_name, call_id=call_id, args=args))
+    outcome = _run_call(ctx, ctx.tools, {"id": call_id, "name": tool_name, "args": args}, task)
+    for done in outcome.outcomes():
+        if done.result is not None:
+            ctx.add_tool_output(turn.clock(), done.result.model_dump_json())
+    size = len(json.dumps(outcome.result.model_dump(mode="json") if outcome.result else outcome.error).encode())
+    ctx.log.write(ToolResult(agent=turn.worker, round=turn.round, tool=tool_name, call_id=call_id, ok=outcome.ok,
+                             bytes=size, trimmed=False, artifact=None, attempts=outcome.attempts,
+                             redactions=outcome.redaction_counts(),
+                             fallback=outcome.fallback.tool if outcome.fallback else None,
+                             fallback_ok=outcome.fallback.ok if outcome.fallback else None,
+                             error=outcome.error))
+    return outcome
 
 
 def _run_call(ctx: RunContext, tools: dict[str, Any], call: dict, task: str) -> ToolOutcome:

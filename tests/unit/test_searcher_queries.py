@@ -14,7 +14,7 @@ from briefroom.agents.registry import bus_for, discover
 from briefroom.agents.run_context import RunContext
 from briefroom.agents.searcher import search, searched_for
 from briefroom.corpus.tools import LocalSearchArgs, LocalSearchResult, ReadSourceArgs, ReadSourceResult, SearchHit
-from briefroom.events import Fallback, read_events
+from briefroom.events import Fallback, ToolCall, ToolResult, read_events
 from briefroom.llm import ModelHandle, ModelPool
 from briefroom.protocol.artifacts import ArtifactStore
 from briefroom.protocol.budget import TokenCounter
@@ -106,8 +106,18 @@ def test_the_question_is_searched_when_the_model_searched_for_something_else(tmp
     fallbacks = [e for e in read_events(tmp_path / "run.jsonl") if isinstance(e, Fallback)]
     assert seen == ([query, QUESTION] if searched_again else [query])
     assert len(fallbacks) == (1 if searched_again else 0)
+    assert _logged_queries(tmp_path) == seen  # code's own search is in the log like the model's
     # either way the conclusion rests on the passage that answers the question
     assert any("723 billion" in m.body.content and "S0000abcd" in m.body.references for m in published)
+
+
+def _logged_queries(tmp_path) -> list[str]:
+    """The queries of the run log's local_search calls, each answered by a result event."""
+    events = read_events(tmp_path / "run.jsonl")
+    calls = [e for e in events if isinstance(e, ToolCall) and e.tool == "local_search"]
+    answered = {e.call_id for e in events if isinstance(e, ToolResult) and e.ok}
+    assert all(c.call_id in answered for c in calls)
+    return [c.args["query"] for c in calls]
 
 
 WHOLE = "How big is the public cloud market in 2026, and who is growing fastest?"
@@ -142,6 +152,7 @@ def test_a_part_of_the_question_also_gets_what_the_whole_question_finds(tmp_path
     search(turn, _instruction(), None, calls)
     log.close()
     assert seen == ([QUESTION, WHOLE] if whole_searched else [QUESTION])
+    assert _logged_queries(tmp_path) == seen
     passages = {p.chunk_id for r in turn.new_sources.values() for p in r.passages}
     # the brief's two passages join; the third new source is past WHOLE_QUESTION_HITS,
     # and the newswire the part already found is not sent twice
