@@ -84,11 +84,13 @@ class SourceRecord(BaseModel):
     passages: tuple[Passage, ...] = ()
 
 
-# The most sections a report has, one per part of the question: what the Writer's model
-# may write (its schema, in every recorded prompt) and what a draft the run logs may
-# hold are this one limit. A question of more parts is answered for its first
-# MAX_SECTIONS and the report names the parts it leaves out (`ReportDraft.omitted`).
+# The most sections the Writer's model drafts (its schema, in every recorded prompt, and
+# what its output cap holds). A report holds up to MAX_PARTS sections, one per part of the
+# question: a part past MAX_SECTIONS is answered by code's verified quotes alone. A
+# question of more parts than that is answered for its first MAX_PARTS and the report
+# names the parts it leaves out (`ReportDraft.omitted`).
 MAX_SECTIONS = 4
+MAX_PARTS = 6
 # The most sentences the model may write in one section (a detailed report's paragraph).
 MAX_SENTENCES = 8
 
@@ -117,8 +119,9 @@ class DraftSection(BaseModel):
     # The sentences of the section's prose, in reading order (one paragraph).
     claims: list[Claim] = Field(min_length=1, max_length=MAX_SENTENCES)
     # Which part of the question the section answers (1, 2, ...); 0: by its position.
-    part: int = Field(default=0, ge=0, le=MAX_SECTIONS, description="the number of the part of the question "
-                      "this section answers", json_schema_extra={"x-fill": "part"})
+    # A report's section may answer part MAX_PARTS; the model is shown the bound of its own draft.
+    part: int = Field(default=0, ge=0, le=MAX_PARTS, description="the number of the part of the question "
+                      "this section answers", json_schema_extra={"x-fill": "part", "maximum": MAX_SECTIONS})
 
 
 class WriterDraft(BaseModel):
@@ -133,12 +136,14 @@ class WriterDraft(BaseModel):
 
 class ReportDraft(WriterDraft):
     """The model's draft plus what the team adds in code: verbatim key figures, and the
-    headings of the sections past MAX_SECTIONS that the report leaves out.
+    headings of the sections past MAX_PARTS that the report leaves out.
 
     Code builds a report's sections (one per part of the question) with
     `model_construct`, which skips validation; both ways of making a draft keep at most
-    MAX_SECTIONS, so a question of many parts gets a report the run log can hold and
+    MAX_PARTS, so a question of many parts gets a report the run log can hold and
     that says what it did not cover, instead of a crash when the draft is logged."""
+
+    sections: list[DraftSection] = Field(min_length=1, max_length=MAX_PARTS)
 
     key_figures: list[Claim] = Field(default_factory=list)
     omitted: SkipJsonSchema[list[str]] = Field(default_factory=list)  # headings of the sections left out
@@ -154,7 +159,7 @@ class ReportDraft(WriterDraft):
 
     def model_post_init(self, context: Any, /) -> None:
         # `model_construct` runs this hook but no validator: the outline's drafts pass here.
-        if len(self.sections) > MAX_SECTIONS:
+        if len(self.sections) > MAX_PARTS:
             kept = _within_section_limit({"sections": self.sections, "omitted": self.omitted})
             self.sections, self.omitted = kept["sections"], kept["omitted"]
 
@@ -163,12 +168,12 @@ class ReportDraft(WriterDraft):
 
 
 def _within_section_limit(values: dict[str, Any]) -> dict[str, Any]:
-    """`values` with the first MAX_SECTIONS sections; the headings of the rest join `omitted`."""
+    """`values` with the first MAX_PARTS sections; the headings of the rest join `omitted`."""
     sections = values.get("sections")
-    if not isinstance(sections, list) or len(sections) <= MAX_SECTIONS:
+    if not isinstance(sections, list) or len(sections) <= MAX_PARTS:
         return values
-    left_out = [_heading_of(s) for s in sections[MAX_SECTIONS:]]
-    return {**values, "sections": sections[:MAX_SECTIONS], "omitted": [*values.get("omitted", []), *left_out]}
+    left_out = [_heading_of(s) for s in sections[MAX_PARTS:]]
+    return {**values, "sections": sections[:MAX_PARTS], "omitted": [*values.get("omitted", []), *left_out]}
 
 
 def _heading_of(section: DraftSection | dict[str, Any]) -> str:

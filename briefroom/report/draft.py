@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from briefroom.records import MAX_SECTIONS, Claim, ReportDraft, SourceRecord
+from briefroom.records import MAX_PARTS, Claim, ReportDraft, SourceRecord
 
 # "- “quote” [2] — *Who says it*": the attribution after a citation is a label, not a claim.
 _ATTRIBUTION = re.compile(r"(\]\s*)\s—\s\*[^*]+\*\s*$")
@@ -68,7 +68,7 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
     lines = [f"# {draft.title.strip()}", ""]
     if draft.omitted:
         note = _OMITTED_NOTE.get(language, _OMITTED_NOTE["en"])
-        lines += [f"*{note.format(kept=MAX_SECTIONS, parts='; '.join(draft.omitted))}*", ""]
+        lines += [f"*{note.format(kept=MAX_PARTS, parts='; '.join(draft.omitted))}*", ""]
     lines += [f"## {lab['short_answer']}", "", cite(draft.short_answer), ""]
     # The short answer may repeat a section's lead figure: the section still opens with it.
     written: set[str] = set()

@@ -143,17 +143,36 @@ _ZH_SPLIT = re.compile(r"[？?；;]|，(?=[^，]*(?:如何|多少|哪|什么|为
 _MIN_PART_CHARS = 8
 
 
+# What a whole question is about, set before its parts: "For Brennick International
+# Airport in 2025: how many passengers…, how much cargo…". Each part is asked of it.
+_SCOPE = re.compile(r"^((?:for|in|at|on|about|regarding|concerning)\s+[^:?]{3,100}?)\s*:\s*(?=\S)", re.I)
+_SCOPE_WORDS = 12
+
+
+def question_scope(question: str) -> str:
+    """The question's opening scope without its colon ("For Brennick International
+    Airport in 2025"), or "" when it sets none."""
+    found = _SCOPE.match(" ".join(question.split()))
+    return found.group(1) if found and len(found.group(1).split()) <= _SCOPE_WORDS else ""
+
+
 def part_query(part: str, question: str) -> str:
-    """What to search or ask for one part: the part, or the whole question when the part
-    is too short to stand alone ("by how much")."""
+    """What to search or ask for one part: the part asked of the question's scope, or the
+    whole question when the part is too short to stand alone ("by how much")."""
+    scope = question_scope(question)
+    if scope and scope.lower() not in part.lower():
+        part = f"{scope}: {part}"
     return part if len(content_words(part)) >= 3 else question
 
 
 def question_parts(question: str) -> list[str]:
-    """The question's parts, in order; a question with one part gives [question]."""
+    """The question's parts, in order, without the scope they share (`question_scope`);
+    a question with one part gives [question]."""
     text = " ".join(question.split()).strip()
+    scope = question_scope(text)
+    asked = _SCOPE.sub("", text, count=1) if scope else text
     splitter = _ZH_SPLIT if language_of(text) == "zh" else _EN_SPLIT
-    parts = [p.strip(" ,，。.、") for p in splitter.split(text)]
+    parts = [p.strip(" ,，。.、") for p in splitter.split(asked)]
     parts = [p for p in parts if p]
     merged: list[str] = []
     for part in parts:  # a fragment too short to stand alone belongs to the part before it
@@ -161,6 +180,8 @@ def question_parts(question: str) -> list[str]:
             merged[-1] = f"{merged[-1]} {part}"
         else:
             merged.append(part)
+    if scope and len(merged) == 1:
+        return [text]  # one part after the scope: the question is that part, asked of the scope
     return merged or [text]
 
 

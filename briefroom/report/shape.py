@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from briefroom.protocol.extraction import content_words, is_cjk, statements
-from briefroom.records import MAX_SECTIONS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
+from briefroom.records import MAX_PARTS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.asking import (
     about_the_report,
     asks_why,
@@ -31,7 +31,7 @@ from briefroom.report.asking import (
     measured_apart,
 )
 from briefroom.report.checks import REPORT_WORDS
-from briefroom.report.language import LABELS, short_heading, whole_phrase
+from briefroom.report.language import LABELS, question_scope, short_heading, whole_phrase
 from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, may_answer, part_leads
 from briefroom.report.source_kinds import SourceProfile
 from briefroom.report.spec import ReportShape, ReportSpec
@@ -225,8 +225,8 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
     lab = LABELS[language]
     draft = _findings_only(draft)
     # a question of more parts than a report has sections: the report names those it leaves out
-    omitted = [short_heading(p) for p in parts[MAX_SECTIONS:]]
-    parts = parts[:MAX_SECTIONS] if parts else [question]
+    omitted = [short_heading(p) for p in parts[MAX_PARTS:]]
+    parts = parts[:MAX_PARTS] if parts else [question]
     facts = dedupe(facts)
     label = Labeller(sources, profiles, language)
     model_claims = [c for s in draft.sections for c in s.claims]
@@ -278,10 +278,14 @@ def _findings_only(draft: WriterDraft) -> WriterDraft:
 def _title(model_title: str, question: str, lab: dict[str, str]) -> str:
     """The model's title when it is one (a whole phrase naming a subject of the question,
     not the report itself: "The report is about the current task" is none), else the
-    question's own words, shortened."""
+    scope the question sets ("For Brennick International Airport in 2025: …"), else
+    the question's own words, shortened."""
     names_the_subject = bool(content_words(model_title) & content_words(question)) and not labels_the_report(model_title)
     if is_title(model_title) and whole_phrase(model_title) and names_the_subject:
         title = model_title.strip()
+    elif scope := question_scope(question):  # "For Brennick International Airport in 2025: …"
+        title = scope.split(None, 1)[1]
+        title = title[:1].upper() + title[1:]
     else:  # the question itself, as the Critic's repair of a title would put it, unless it is too long to read
         title = " ".join(question.split()) if len(question.split()) <= TITLE_WORDS else short_heading(question, 14)
     if len(title.strip()) < 3:  # a question of a word or two ("0"): the report still needs a title

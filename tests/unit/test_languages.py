@@ -4,7 +4,7 @@ from briefroom.protocol.extraction import content_words, extract_facts, is_cjk, 
 from briefroom.records import Claim, DraftSection, ReportDraft, SourceRecord
 from briefroom.report.checks import claim_problems, draft_problems, repair_draft
 from briefroom.report.draft import render_markdown
-from briefroom.report.language import question_parts
+from briefroom.report.language import part_query, question_parts, question_scope
 
 
 def test_numbers_next_to_chinese_characters_are_read():
@@ -45,6 +45,23 @@ def test_question_parts():
     assert question_parts("2025年澜州市日均客运量是多少，与2024年相比变化如何？") == [
         "2025年澜州市日均客运量是多少", "与2024年相比变化如何"]
     assert question_parts("What was the average cost of water in 2025?") == ["What was the average cost of water in 2025"]
+
+
+SCOPED = ("For Brennick International Airport in 2025: how many passengers did it handle, how much cargo, "
+          "and how did passenger numbers compare with 2024?")
+
+
+def test_a_scope_the_question_sets_is_shared_by_its_parts_not_the_first_parts_own():
+    assert question_scope(SCOPED) == "For Brennick International Airport in 2025"
+    assert question_parts(SCOPED) == ["how many passengers did it handle", "how much cargo",
+                                      "how did passenger numbers compare with 2024"]
+    # each part is searched as asked of the scope, so "how much cargo" is Brennick's cargo
+    assert part_query("how much cargo", SCOPED) == "For Brennick International Airport in 2025: how much cargo"
+    # a colon later in a question, or a single part after the scope, sets no shared scope
+    assert question_scope("How big is the market: and who grows fastest?") == ""
+    assert question_parts("For Brennick airport: how many passengers?") == ["For Brennick airport: how many passengers?"]
+    assert part_query("by how much", "How big is it, and by how much did it grow?") == \
+        "How big is it, and by how much did it grow?"
 
 
 CN = {"S1": "2025年，储罐平均使用次数为142次，较上年增加。", "S2": "每立方米处理成本为0.61元。"}

@@ -164,6 +164,17 @@ def test_a_heading_that_repeats_the_title_or_another_section_gives_way_to_the_pa
     assert headings == ["How many heat pumps were installed in Europe in 2025", "What do the installers say about 2026"]
 
 
+def test_a_question_that_sets_a_scope_is_titled_by_it_and_its_parts_head_the_sections():
+    question = "For Europe in 2025: how many heat pumps were installed, and what do the installers say about 2026?"
+    registry = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
+                     source_ids=["REG"])
+    draft = WriterDraft(title="A report on the facts", short_answer=registry,  # no title: it names the report
+                        sections=[DraftSection(heading="Findings", claims=[registry], part=1)])
+    report = build(draft, question=question)
+    assert report.title == "Europe in 2025"
+    assert report.sections[0].heading == "How many heat pumps were installed"
+
+
 def test_a_sentence_the_model_repeats_with_a_word_changed_is_read_once():
     said = ("The report concludes that sales figures for this year are lower than expected, but not because "
             "there were no heat pumps sold.")

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from briefroom.records import Claim, DraftSection, Fact, Passage, SourceRecord, WriterDraft
+from briefroom.records import MAX_PARTS, Claim, DraftSection, Fact, Passage, SourceRecord, WriterDraft
 from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, question_parts
 from briefroom.report.outline import Scorer, proper_names
@@ -101,14 +101,19 @@ def test_a_sentence_under_the_wrong_part_goes_to_the_part_it_answers():
 
 def test_a_question_of_more_parts_than_sections_names_the_parts_left_out():
     parts = ["How big is the cloud market?", "Who grows fastest?", "What is GPU spending?",
-             "How much battery storage?", "How many EVs were sold?"]
+             "How much battery storage?", "How many EVs were sold?", "Which country leads in desalination?",
+             "How many heat pumps were installed?"]
     question = " ".join(parts)
     draft = WriterDraft(title="Cloud market", short_answer=claim(SPENDING),
                         sections=[DraftSection(heading="Market size", claims=[claim(SPENDING)], part=1)])
     report = shaped(draft, question)
-    assert len(report.sections) == 4 and report.omitted == ["How many EVs were sold"]
+    assert len(report.sections) == MAX_PARTS and report.omitted == ["How many heat pumps were installed"]
     markdown, _ = render_markdown(report, SOURCES)
-    assert "first 4 parts" in markdown.split("## Short answer")[0] and "How many EVs were sold" in markdown
+    head = markdown.split("## Short answer")[0]
+    assert f"first {MAX_PARTS} parts" in head and "How many heat pumps were installed" in head
+    # the parts past the model's MAX_SECTIONS are still parts of the report: answered, or said to be unanswered
+    assert "How many EVs were sold: no retrieved document" in markdown
+    assert "Which country leads in desalination: no retrieved document" in markdown
 
 
 def test_a_unit_the_question_names_is_not_a_name_it_asks_about():
