@@ -179,17 +179,41 @@ class Scorer:
         asked = {w[:5] for w in content_words(part)} - named
         return bool(asked) and bool(said & named) and not said & asked
 
-    def other_subject(self, text: str, part: str = "") -> bool:
+    def other_subject(self, text: str, part: str = "", title: str = "") -> bool:
         """The sentence is about someone else: it opens with a name the question does not
         use ("Estmark, Norvalia's neighbour, added…"; unless the part asks for a name), or
         it names others and none of the names the question asks about ("the cost … in
-        Velmora was…" for Port Karavel)."""
+        Velmora was…" for Port Karavel), or it opens with another name of the asked kind
+        (`names_another`), or its source's title does and it names no one asked about."""
         first = _TOKEN.match(text.lstrip("“\"'( "))
         if first and first.group(0) in self.names and first.group(0).lower() not in self.asked \
                 and not _ASKS_NAME.search(part):
             return True
+        if self.names_another(text) and not _ASKS_NAME.search(part):
+            return True
         named = {w.lower() for w in _TOKEN.findall(text) if w in self.names}
-        return bool(self.asked_names and named and not named & self.asked_names)
+        if self.asked_names and named and not named & self.asked_names:
+            return True
+        # a source titled by another subject of the asked kind ("Haverlow Airport: record
+        # year in 2025"): its sentences that name no one asked about are about that subject
+        return bool(title) and self.names_another(title) and not named & self.asked_names \
+            and not content_words(text) & {w.lower() for w in self.asked_names} and not _ASKS_NAME.search(part)
+
+    def names_another(self, text: str) -> bool:
+        """The text opens with a name of the kind the question asks about, but another one:
+        "Haverlow Airport, 90 kilometres north of Brennick, handled…" for a question on
+        Brennick International Airport (the name's last word is one of the question's
+        name, its first word is not the question's)."""
+        phrase: list[str] = []
+        for word in text.lstrip("“\"'(# ").split():
+            token = word.strip("“”\"'(),;:.")
+            if not token[:1].isupper() or not _TOKEN.fullmatch(token):
+                break
+            phrase.append(token)
+            if word[-1:] in ",;:.":
+                break
+        return len(phrase) >= 2 and phrase[-1].lower() in self.asked_names \
+            and phrase[0].lower() not in self.asked and bool(content_words(phrase[0]))
 
 
 def _unit_at(text: str, start: int) -> bool:
@@ -322,8 +346,9 @@ def _answering(facts: list[Fact], part: str, score: Scorer, titles: dict[str, st
     (`ANSWERS_PART`), in the facts' order."""
     scored = []
     for n, f in enumerate(facts):
-        if f.text in used or not may_answer(f.text, part, score.question, titles.get(f.source_id, "")) \
-                or score.other_subject(f.text, part) or score.names_only(f.text, part):
+        title = titles.get(f.source_id, "")
+        if f.text in used or not may_answer(f.text, part, score.question, title) \
+                or score.other_subject(f.text, part, title) or score.names_only(f.text, part):
             continue
         relevance_ = score(f.text, part) + (0.05 if f.confirmed_by else 0.0)
         scored.append(_Scored(relevance_ * authority.get(f.source_id, 1.0), relevance_, n, f))
@@ -331,15 +356,17 @@ def _answering(facts: list[Fact], part: str, score: Scorer, titles: dict[str, st
 
 
 def _measured_first(leading: list[_Scored], part: str) -> list[_Scored]:
-    """A forecast or an estimate never stands for a measured figure that answers as well,
-    for the same period: then the measured ones lead (the others may still stand beside
-    the lead as rivals). A quarter's actual does not answer for the year."""
-    forecasts = [t.relevance for t in leading if projected(t.fact.text)]
-    if not forecasts or "forecast" in measures_in(part):
+    """A forecast or an estimate never stands for a measured figure of the same period
+    that answers the part: then the measured ones lead, and the forecast may stand beside
+    the lead as a rival, labelled. By score alone a forecast often wins: it restates the
+    question's words ("expected Brennick International Airport to handle 17.5 million
+    passengers in 2025") where the count carries its own qualifiers ("…handled 14.82
+    million passengers in 2025, counting every arriving and departing passenger once…").
+    A quarter's actual does not answer for the year."""
+    if "forecast" in measures_in(part) or not any(projected(t.fact.text) for t in leading):
         return leading
-    measured_as_well = any(not projected(t.fact.text) and whole_period(t.fact.text, part)
-                           and t.relevance >= RIVAL_SHARE * max(forecasts) for t in leading)
-    return [t for t in leading if not projected(t.fact.text)] if measured_as_well else leading
+    measured = [t for t in leading if not projected(t.fact.text)]
+    return measured if any(whole_period(t.fact.text, part) for t in measured) else leading
 
 
 def _rivals(scored: list[_Scored], lead: _Scored, part: str) -> list[Fact]:

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from briefroom.cli import app
 from briefroom.errors import BriefroomError
-from briefroom.records import Claim, DraftSection, Passage, ReportDraft, SourceRecord
+from briefroom.records import MAX_PARTS, Claim, DraftSection, Passage, ReportDraft, SourceRecord
 from briefroom.report.document import ReportDocument, parse_report, split_sentences
 from briefroom.report.draft import render_markdown
 from briefroom.report.export import export_run, load_document, parse_formats
@@ -135,15 +135,15 @@ def test_sentences_keep_the_citations_that_follow_them():
 
 def test_a_note_under_the_title_is_kept_whole():
     parts = [DraftSection(heading=f"Part {n}. Of the question?", claims=[
-        Claim(text="Spending will reach 723 billion USD in 2026.", source_ids=["Sa"])]) for n in range(1, 7)]
-    # As the outline builds a draft of one section per part: a question of six parts.
+        Claim(text="Spending will reach 723 billion USD in 2026.", source_ids=["Sa"])]) for n in range(1, MAX_PARTS + 3)]
+    # As the outline builds a draft of one section per part: a question of more parts than a report holds.
     draft = ReportDraft.model_construct(title="Six parts", short_answer=en_draft().short_answer, sections=parts,
                                         key_figures=[], omitted=[])
     markdown, order = render_markdown(draft, EN_SOURCES)
     document = parse_report(markdown, EN_SOURCES, order)
     assert document.sections[0].heading == ""  # the note under the title, before "Short answer"
     (note,) = document.sections[0].blocks
-    assert [i.kind for i in note.inlines] == ["emphasis"] and "Part 6. Of the question?" in note.inlines[0].text
+    assert [i.kind for i in note.inlines] == ["emphasis"] and f"Part {MAX_PARTS + 1}. Of the question?" in note.inlines[0].text
     assert "<em>" in render_html(document)
 
 

@@ -413,3 +413,37 @@ def test_a_model_title_about_the_report_gives_way_to_the_question():
     from briefroom.report.asking import about_the_report, labels_the_report
     cited = "A report on heat pumps by the registry counts 1.84 million installed."
     assert labels_the_report(cited) and not about_the_report(cited)  # as a sentence it may cite a source
+
+
+def test_a_forecast_that_restates_the_question_does_not_lead_over_the_count():
+    from briefroom.report.outline import Scorer, leads
+
+    question = "For Brennick International Airport in 2025: how many passengers did it handle, and how much cargo?"
+    forecast = fact("The master plan's central forecast expected Brennick International Airport to handle "
+                    "17.5 million passengers in 2025.", "P")
+    count = fact("Brennick International Airport handled 14.82 million passengers in 2025, counting every arriving "
+                 "and departing passenger once, and transfer passengers twice.", "T")
+    parts = question_parts(question)
+    score = Scorer(question, parts, [forecast.text, count.text])
+    assert score(forecast.text, parts[0]) > score(count.text, parts[0])  # by score alone the forecast wins
+    found = leads([forecast, count], parts[0], score, {}, set(), {"P": 0.9, "T": 0.8})
+    assert found[0] is count and forecast in found  # the count leads; the forecast stands beside it
+
+
+def test_another_name_of_the_asked_kind_is_another_subject_and_so_is_its_sources_text():
+    from briefroom.report.outline import Scorer, leads
+
+    question = "For Brennick International Airport in 2025: how many aircraft movements were there, and how much cargo?"
+    other = fact("Haverlow Airport, 90 kilometres north of Brennick, handled 48,900 aircraft movements in 2025.", "H")
+    its_cargo = fact("Cargo reached 18,700 tonnes in 2025.", "H")
+    movements = fact("There were 131,650 aircraft movements (take-offs and landings) in 2025.", "T")
+    cargo = fact("The airport handled 212,400 tonnes of cargo and mail in 2025.", "T")
+    titles = {"H": "Haverlow Airport: record year in 2025", "T": "Brennick International Airport: traffic report 2025"}
+    parts = question_parts(question)
+    score = Scorer(question, parts, [other.text, its_cargo.text, movements.text, cargo.text])
+    assert score.names_another(other.text) and score.other_subject(other.text, parts[0])
+    assert not score.names_another(movements.text) and not score.names_another("Brennick International Airport grew.")
+    assert score.other_subject(its_cargo.text, parts[1], titles["H"])  # about Haverlow, by its source's title
+    assert not score.other_subject(its_cargo.text, parts[1], titles["T"])
+    assert leads([other, movements], parts[0], score, titles, set()) == [movements]
+    assert leads([its_cargo, cargo], parts[1], score, titles, set()) == [cargo]
