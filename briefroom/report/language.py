@@ -141,6 +141,8 @@ _EN_SPLIT = re.compile(r"\?\s*|;\s*|,?\s+and\s+(?=(?:what|which|who|whom|how|why
                        r"did|has|have|will)\b)|,\s+(?=(?:what|which|who|how|why|when|where)\b)", re.I)
 _ZH_SPLIT = re.compile(r"[？?；;]|，(?=[^，]*(?:如何|多少|哪|什么|为何|为什么|怎样|是否|几))")
 _MIN_PART_CHARS = 8
+# "A和B分别是多少" (what are A and B, respectively) asks two things: "A是多少", "B是多少".
+_ZH_RESPECTIVELY = re.compile(r"^(.+?)(?:和|与|及|以及)(.+?)分别(.+)$")
 
 
 # What a whole question is about, set before its parts: "For Brennick International
@@ -174,6 +176,8 @@ def question_parts(question: str) -> list[str]:
     splitter = _ZH_SPLIT if language_of(text) == "zh" else _EN_SPLIT
     parts = [p.strip(" ,，。.、") for p in splitter.split(asked)]
     parts = [p for p in parts if p]
+    if splitter is _ZH_SPLIT:
+        parts = [q for p in parts for q in _respectively(p)]
     merged: list[str] = []
     for part in parts:  # a fragment too short to stand alone belongs to the part before it
         if merged and len(part) < (_MIN_PART_CHARS // 2 if is_cjk(part) else _MIN_PART_CHARS):
@@ -183,6 +187,14 @@ def question_parts(question: str) -> list[str]:
     if scope and len(merged) == 1:
         return [text]  # one part after the scope: the question is that part, asked of the scope
     return merged or [text]
+
+
+def _respectively(part: str) -> list[str]:
+    """A Chinese part asking for two things "respectively" as two parts, else the part."""
+    both = _ZH_RESPECTIVELY.match(part)
+    if not both or len(both.group(1)) < 2 or len(both.group(2)) < 2:
+        return [part]
+    return [both.group(1) + both.group(3), both.group(2) + both.group(3)]
 
 
 # A heading is at most this many words (Chinese: characters): a reader scans headings.

@@ -72,6 +72,26 @@ _TOKEN = re.compile(r"[A-Za-z][A-Za-z-]+")
 _WHO = re.compile(r"\s*(?:who\b|谁|哪家)", re.I)
 # A part asking for a name: "who …", "which project …", "哪座…". Its answer may open with
 # a name the question never used ("Halvard Bank, at 880 MW, was the largest …").
+# A Chinese province or city: the two characters before 省/市 ("岚江省", "澄江省"; of
+# 黑龙江省 its last two, the same in every mention). A character before the suffix that
+# makes a common word names no place: 全省 (the whole province), 本市, 节省 (to save).
+# Counties and districts (县, 区) lie inside the asked place; they are left out.
+_ZH_PLACE_SUFFIX = "省市"
+_ZH_NOT_NAME = frozenset("全本该各外我邻每此其节为的了在和与及比较分同两多")
+
+
+def zh_places(text: str) -> set[str]:
+    """The Chinese place names a text mentions (`_ZH_PLACE_SUFFIX`)."""
+    found = set()
+    for i, ch in enumerate(text):
+        if ch in _ZH_PLACE_SUFFIX and i >= 2:
+            name = text[i - 2:i]
+            # "澜州市城市…": the 城 of 城市 (city) after a name is no name's end
+            if all("\u4e00" <= c <= "\u9fff" and c not in _ZH_NOT_NAME and c not in _ZH_PLACE_SUFFIX for c in name):
+                found.add(name + ch)
+    return found
+
+
 _ASKS_NAME = re.compile(r"^\W*(?:and\s+)?(?:who|which)\b|谁|哪(?:家|个|一|座|位|些|里)", re.I)
 # What ends right before a figure's unit: the figure, with its scale word ("723 billion USD",
 # "2.6 GW", "3.87 million TEU"). A capitalised word there measures, it names no one.
@@ -135,6 +155,7 @@ class Scorer:
         units = {u.lower() for u in figure_units(texts)}
         self.asked_names = {m.group(0).lower() for n, m in enumerate(_TOKEN.finditer(question))
                             if n > 0 and m.group(0)[0].isupper()} - units
+        self.asked_places = zh_places(question)
         self.semantic: dict[tuple[str, str], float] = {}
         if embed is not None and language_of(question) == "en" and texts:
             unique = list(dict.fromkeys(texts))
@@ -194,6 +215,12 @@ class Scorer:
         named = {w.lower() for w in _TOKEN.findall(text) if w in self.names}
         if self.asked_names and named and not named & self.asked_names:
             return True
+        places = zh_places(text)  # "澄江省…934万千瓦" for a question on 岚江省
+        if self.asked_places and places and not places & self.asked_places:
+            return True
+        if title and self.asked_places and zh_places(title) and not zh_places(title) & self.asked_places \
+                and not places & self.asked_places:
+            return True  # from a source about another place, naming none asked about
         # a source titled by another subject of the asked kind ("Haverlow Airport: record
         # year in 2025"): its sentences that name no one asked about are about that subject
         return bool(title) and self.names_another(title) and not named & self.asked_names \

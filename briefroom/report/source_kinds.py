@@ -94,9 +94,12 @@ OPENING_CHARS = 600
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
 # A year named as a target or a forecast's horizon ("by 2029", "until 2030", "forecast for 2026").
 _YEAR_AHEAD = re.compile(r"\b(?:by|until|till|through|before|forecasts? for|outlook for|expected in|planned for)\s+"
-                         r"(?:the end of\s+)?((?:19|20)\d{2})(?!\d)", re.IGNORECASE)
+                         r"(?:the end of\s+)?((?:19|20)\d{2})(?!\d)"
+                         r"|(?<!截)(?:到|至|预计|力争)((?:19|20)\d{2})年", re.IGNORECASE)  # 到2025年: by 2025 (截至: as of)
 # The end of a span a title names ("Plan 2020–2035", "（2020—2035年）"): the horizon, not the date.
 _YEAR_RANGE_END = re.compile(r"(?<=\d)\s*[-–—~至到]\s*(?:19|20)\d{2}(?!\d)")
+# When a Chinese document says it was issued: "2021年9月印发", "本计划于2024年3月发布".
+_ZH_ISSUED = re.compile(r"((?:19|20)\d{2})年(?:\d{1,2}月)?(?:\d{1,2}日)?\s*(?:印发|发布|公布|出版)")
 _ISO_DATE = re.compile(r"(?<!\d)((?:19|20)\d{2}-[01]\d-[0-3]\d)(?!\d)")
 
 
@@ -138,7 +141,8 @@ def classify(title: str, opening: str) -> tuple[SourceKind, str]:
 
 
 def source_date(title: str, opening: str) -> str | None:
-    """An ISO date in the opening, else the year the title names, else the year the
+    """An ISO date in the opening, else the year the title names, else the year a
+    Chinese opening says it was issued, else the year the
     opening names most often (ties: the latest), not counting the years it looks ahead
     to: a news item "expects the market to pass 1 trillion by 2029" was not written in 2029."""
     iso = _ISO_DATE.search(opening)
@@ -147,7 +151,10 @@ def source_date(title: str, opening: str) -> str | None:
     in_title = _YEAR.findall(_YEAR_RANGE_END.sub("", title))
     if in_title:
         return max(in_title)
-    ahead = {m.group(1) for m in _YEAR_AHEAD.finditer(opening)}
+    issued = _ZH_ISSUED.search(opening)
+    if issued:
+        return issued.group(1)
+    ahead = {m.group(1) or m.group(2) for m in _YEAR_AHEAD.finditer(opening)}
     counts = Counter(y for y in _YEAR.findall(opening) if y not in ahead)
     return max(counts, key=lambda y: (counts[y], y)) if counts else None
 

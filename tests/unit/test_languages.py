@@ -103,3 +103,9 @@ def test_a_chinese_report_has_chinese_headings():
     md, _ = render_markdown(report, sources, language="zh")
     assert "## 简短回答" in md and "## 来源" in md and "Short answer" not in md
     assert is_cjk(md.split("## 来源")[0])
+
+
+def test_a_chinese_part_asking_for_two_things_respectively_is_two_parts():
+    assert question_parts("2025年岚江省风电累计装机容量和全年风电发电量分别是多少？与2024年相比各增加了多少？") == [
+        "2025年岚江省风电累计装机容量是多少", "全年风电发电量是多少", "与2024年相比各增加了多少"]
+    assert question_parts("2025年临江省公共充电桩和换电站的数量是多少？") == ["2025年临江省公共充电桩和换电站的数量是多少"]

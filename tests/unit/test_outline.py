@@ -447,3 +447,20 @@ def test_another_name_of_the_asked_kind_is_another_subject_and_so_is_its_sources
     assert not score.other_subject(its_cargo.text, parts[1], titles["T"])
     assert leads([other, movements], parts[0], score, titles, set()) == [movements]
     assert leads([its_cargo, cargo], parts[1], score, titles, set()) == [cargo]
+
+
+def test_a_chinese_sentence_about_another_province_is_another_subject():
+    from briefroom.report.outline import Scorer, leads, zh_places
+
+    question = "2025年岚江省风电累计并网装机容量是多少？"
+    other = fact("澄江省能源局消息，截至2025年底，澄江省风电累计并网装机容量为934万千瓦。", "C")
+    aside = fact("截至2025年底，风电累计并网装机容量为934万千瓦。", "C")
+    ours = fact("截至2025年底，全省风电累计并网装机容量达到1268万千瓦，比2024年底增加187万千瓦。", "B")
+    titles = {"C": "澄江省2025年风电发展情况", "B": "岚江省2025年能源发展统计公报"}
+    assert zh_places("澄江省与岚江省相邻，全省节省电费") == {"澄江省", "岚江省"}
+    assert zh_places("2025年澜州市城市轨道交通") == {"澜州市"}  # 城市 (city) is no name
+    parts = question_parts(question)
+    score = Scorer(question, parts, [other.text, aside.text, ours.text])
+    assert score.other_subject(other.text, parts[0]) and not score.other_subject(ours.text, parts[0], titles["B"])
+    assert score.other_subject(aside.text, parts[0], titles["C"])  # its source is about 澄江省
+    assert leads([other, ours], parts[0], score, titles, set()) == [ours]

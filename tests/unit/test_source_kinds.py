@@ -59,6 +59,15 @@ def test_a_year_the_document_looks_ahead_to_is_not_its_date():
     assert source_date("Statistical yearbook 2025", "") == "2025"
 
 
+def test_a_chinese_plan_is_dated_when_it_was_issued_not_by_the_year_it_aims_at():
+    assert source_date("岚江省可再生能源发展规划（摘要）",
+                       "岚江省能源局 2021年9月印发 到2025年，全省风电装机容量达到1500万千瓦。") == "2021"
+    assert source_date("行动计划", "计划预测，到2025年底公共充电桩将达到52万台。2024年，全省建成40万台。") == "2024"
+    # 截至 (as of) names the year a count was made, not one looked ahead to
+    assert source_date("公报", "截至2025年底，全省风电累计并网装机容量达到1268万千瓦。") == "2025"
+    assert source_date("岚江省2025年能源发展统计公报", "岚江省能源局 2026年3月5日发布") == "2025"  # the title's year first
+
+
 def test_every_rule_names_a_weighed_kind_and_authority_follows_the_issue_order():
     assert {kind for _, kind, _, _ in RULES} <= set(AUTHORITY)
     order = ["official", "industry_body", "analyst", "company", "news", "marketing", "opinion"]
