@@ -103,6 +103,19 @@ def asks_change(part: str) -> bool:
     return bool(_ASKS_CHANGE.search(part))
 
 
+_STATES_CHANGE = re.compile(r"\b(?:up|down|more|less|fewer|grew|rose|fell|increased?|decreased?|growth)\b|"
+                            r"增加|减少|增长|下降|提高|降低|同比", re.I)
+
+
+def answers_comparison(text: str, part: str) -> bool:
+    """The part asks how something changed on a year it names ("how did passenger numbers
+    compare with 2024", "与2024年相比各增加了多少") and the sentence gives a change on that
+    year ("…1268万千瓦，比2024年底增加187万千瓦")."""
+    years = set(YEAR.findall(part))
+    return asks_change(part) and bool(years & set(YEAR.findall(text))) and bool(_STATES_CHANGE.search(text)) \
+        and bool(figures(text))
+
+
 def gives_only_differences(text: str) -> bool:
     if _DIFFERENCE_SUBJECT.search(text):
         return True

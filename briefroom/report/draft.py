@@ -71,7 +71,7 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
         lines += [f"*{note.format(kept=MAX_PARTS, parts='; '.join(draft.omitted))}*", ""]
     lines += [f"## {lab['short_answer']}", "", cite(draft.short_answer), ""]
     # The short answer may repeat a section's lead figure: the section still opens with it.
-    written: set[str] = set()
+    written: dict[str, str] = {}  # a section's sentence -> the heading it was written under
     summary = [c for c in draft.summary if c.text.strip() and _bare(c.text) != _bare(draft.short_answer.text)]
     if summary:
         lines += [f"## {lab['summary']}", "", *prose(summary), ""]
@@ -79,14 +79,16 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
         # Models repeat themselves; a claim already made is not made again.
         fresh = []
         for claim in section.claims:
-            if claim.text.strip() not in written:
-                written.add(claim.text.strip())
+            if _bare(claim.text) not in written:  # a quote of a sentence the model wrote is that sentence
+                written[_bare(claim.text)] = section.heading.strip()
                 fresh.append(claim)
-        if not fresh:
-            continue
-        lines += [f"## {section.heading.strip()}", "", *prose(fresh), ""]
-    written.add(draft.short_answer.text.strip())
-    figures = [c for c in draft.key_figures if _bare(c.text) not in {_bare(w) for w in written}]
+        if fresh:
+            lines += [f"## {section.heading.strip()}", "", *prose(fresh), ""]
+        elif section.claims:  # its answer was written under an earlier part: the part still has its section
+            where = written[_bare(section.claims[0].text)]
+            lines += [f"## {section.heading.strip()}", "", lab["see_above"].format(heading=where), ""]
+    written[_bare(draft.short_answer.text)] = ""
+    figures = [c for c in draft.key_figures if _bare(c.text) not in written]
     if figures:
         lines += [f"## {lab['key_figures']}", ""]
         lines += [f"- {cite(claim)}" for claim in figures]

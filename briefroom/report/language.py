@@ -24,6 +24,7 @@ LABELS: dict[str, dict[str, str]] = {
         "key_figures": "Key figures (quoted verbatim from the sources)",
         "sources": "Sources",
         "not_said": "The documents do not say.",
+        "see_above": "See above, under “{heading}”.",
         "no_answer": "The sources retrieved in this run do not support a reliable short answer.",
         "sources_differ": "The sources give different figures; each measures something else or comes from "
                           "someone else:",
@@ -57,6 +58,7 @@ LABELS: dict[str, dict[str, str]] = {
         "key_figures": "关键数据（逐字引自来源）",
         "sources": "来源",
         "not_said": "文档未说明。",
+        "see_above": "见上文“{heading}”。",
         "no_answer": "本次检索到的来源不足以给出可靠的简短回答。",
         "sources_differ": "各来源的数据不一致，它们衡量的对象或出处不同：",
         "findings": "发现",

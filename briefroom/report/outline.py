@@ -28,6 +28,7 @@ from briefroom.report.asking import (
     answers_measure,
     asks_change,
     asks_why,
+    close_figures,
     close_rival,
     figures,
     gives_only_differences,
@@ -384,16 +385,22 @@ def _answering(facts: list[Fact], part: str, score: Scorer, titles: dict[str, st
 
 def _measured_first(leading: list[_Scored], part: str) -> list[_Scored]:
     """A forecast or an estimate never stands for a measured figure of the same period
-    that answers the part: then the measured ones lead, and the forecast may stand beside
-    the lead as a rival, labelled. By score alone a forecast often wins: it restates the
-    question's words ("expected Brennick International Airport to handle 17.5 million
-    passengers in 2025") where the count carries its own qualifiers ("…handled 14.82
-    million passengers in 2025, counting every arriving and departing passenger once…").
-    A quarter's actual does not answer for the year."""
-    if "forecast" in measures_in(part) or not any(projected(t.fact.text) for t in leading):
+    that answers the part as well (`RIVAL_SHARE`) or measures the same quantity
+    (`close_figures`: its unit, within a factor of two): then the measured ones lead, and
+    the forecast may stand beside the lead as a rival, labelled. By score alone a
+    forecast often wins: it restates the question's words ("expected Brennick
+    International Airport to handle 17.5 million passengers in 2025") where the count
+    carries its own qualifiers ("…handled 14.82 million passengers in 2025, counting
+    every arriving and departing passenger once…"). A quarter's actual does not answer
+    for the year, nor a measured figure of something else (GPU clouds' growth beside a
+    market's forecast size)."""
+    forecasts = [t for t in leading if projected(t.fact.text)]
+    if not forecasts or "forecast" in measures_in(part):
         return leading
-    measured = [t for t in leading if not projected(t.fact.text)]
-    return measured if any(whole_period(t.fact.text, part) for t in measured) else leading
+    best = max(t.relevance for t in forecasts)
+    counts = [t for t in leading if not projected(t.fact.text) and whole_period(t.fact.text, part)
+              and (t.relevance >= RIVAL_SHARE * best or any(close_figures(t.fact.text, f.fact.text) for f in forecasts))]
+    return [*counts, *(t for t in leading if t not in counts)] if counts else leading
 
 
 def _rivals(scored: list[_Scored], lead: _Scored, part: str) -> list[Fact]:

@@ -24,6 +24,7 @@ from briefroom.protocol.extraction import content_words, is_cjk, statements
 from briefroom.records import MAX_PARTS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.asking import (
     about_the_report,
+    answers_comparison,
     asks_why,
     figures,
     is_title,
@@ -329,6 +330,11 @@ class _PartWriter:
         # another part's own lead stays for it, unless nothing else answers this part
         found = part_leads(self.facts, part, self.score, self.titles, self.used | others, self.authority) \
             or part_leads(self.facts, part, self.score, self.titles, self.used, self.authority)
+        # a comparison answered only by a sentence an earlier part quotes ("与2024年相比各增加了
+        # 多少" by "…1268万千瓦，比2024年底增加187万千瓦"): that sentence, which the report
+        # then points back to, not "the documents do not say" while the answer stands above
+        again = [] if found else [f for f in part_leads(self.facts, part, self.score, self.titles, set(),
+                                                        self.authority)[:1] if answers_comparison(f.text, part)]
         if not found and not any(answers(c, part, self.score) for c in prose):
             # Nothing verified answers the part and the model's sentences do not either: they
             # are about something else (a figure of another year or subject), and the part
@@ -343,6 +349,8 @@ class _PartWriter:
         self.used.update(f.text for f in found)
         claims = [c for c in claims if c.text.strip() not in self.said]  # said once, in the first part it answers
         claims = new_sentences([without_repeats(c) for c in claims], self.said_words)
+        if not claims and again:
+            found, claims = again, [quote(again[0])]
         self.said.update(c.text.strip() for c in claims)
         return found, claims
 

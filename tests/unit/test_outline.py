@@ -430,6 +430,22 @@ def test_a_forecast_that_restates_the_question_does_not_lead_over_the_count():
     assert found[0] is count and forecast in found  # the count leads; the forecast stands beside it
 
 
+def test_a_measured_figure_of_something_else_does_not_push_out_the_forecast():
+    from briefroom.report.outline import _measured_first, _Scored
+
+    part = "How big is the 2026 public cloud market"
+    # the scores the cloud-market replay gives these sentences (lexical and semantic)
+    forecast = _Scored(0.70, 0.782, 0, fact(CLOUD_FORECAST, "A"))
+    quarter = _Scored(0.54, 0.598, 1, fact("Enterprise spending on cloud infrastructure services reached 94 billion "
+                                           "USD in the second quarter of 2026, 22% more than a year earlier.", "T"))
+    growth = _Scored(0.46, 0.515, 2, fact("Specialist GPU clouds such as CoreWeave reported revenue growth above "
+                                          "100% in 2026.", "G"))
+    assert _measured_first([forecast, quarter, growth], part)[0] is forecast
+    # a count of the forecast's quantity (its unit, within a factor of two) does lead
+    count = _Scored(0.40, 0.45, 3, fact("Spending on public cloud services reached 690 billion USD in 2026.", "R"))
+    assert _measured_first([forecast, quarter, growth, count], part)[0] is count
+
+
 def test_another_name_of_the_asked_kind_is_another_subject_and_so_is_its_sources_text():
     from briefroom.report.outline import Scorer, leads
 

@@ -124,3 +124,18 @@ def test_a_unit_the_question_names_is_not_a_name_it_asks_about():
     assert "teu" not in score.asked_names
     assert not score.names_only(port, question_parts(question)[0])  # handled is what the part asks (handle)
     assert score.names_only("The Port of Halvik has a new logo.", question_parts(question)[0])
+
+
+def test_a_part_answered_only_by_an_earlier_parts_sentence_points_back_to_it():
+    both = "Capacity reached 1,268 MW at the end of 2025, 187 MW more than at the end of 2024."
+    question = "How much wind capacity was there at the end of 2025, and how much did it grow on 2024?"
+    sources = {"B": source("B", "Energy bulletin 2025", both)}
+    facts = [Fact(fact_id="F0", text=both, source_id="B", found_by="passage", round=1)]
+    draft = WriterDraft(title="Wind capacity", short_answer=Claim(text=both, source_ids=["B"]),
+                        sections=[DraftSection(heading="Capacity", claims=[Claim(text=both, source_ids=["B"])], part=1)])
+    report = shaped(draft, question, facts, sources)
+    assert report.not_said == []  # its answer stands in the report: the documents do say
+    markdown, _ = render_markdown(report, sources)
+    first, second = (s.heading for s in report.sections)
+    assert markdown.count(both) == 2  # the short answer and the first section; the second points back
+    assert f"## {second}\n\n" + LABELS["en"]["see_above"].format(heading=first) in markdown
