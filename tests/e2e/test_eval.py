@@ -102,13 +102,14 @@ def test_replaying_a_folder_leaves_out_what_is_not_recorded_and_says_so(tmp_path
 
     suite = tmp_path / "suite"
     shutil.copytree(CLOUD, suite / "cloud-market")
-    unrecorded = SCENARIOS / "solar-capacity-vs-generation"  # a test-split scenario that has no recording
-    assert not (unrecorded / "cassette.jsonl").exists()
-    shutil.copytree(unrecorded, suite / unrecorded.name)
+    # a test-split scenario without its recording (every shipped scenario has one)
+    unrecorded = suite / "solar-capacity-vs-generation"
+    shutil.copytree(SCENARIOS / unrecorded.name, unrecorded,
+                    ignore=shutil.ignore_patterns("cassette.jsonl", "token_counts.json", "report.md"))
     result = runner.invoke(app, ["eval", str(suite), "--out", str(tmp_path / "r"), "--data-dir", str(data_dir),
                                  "-q"])
     assert result.exit_code == 0, result.output
     assert "dev — 1 scenario" in result.stdout and "test —" not in result.stdout
     assert f"not recorded, so not replayed (run them with --model): {unrecorded.name}" in result.stdout
-    alone = runner.invoke(app, ["eval", str(suite / unrecorded.name), "--data-dir", str(data_dir)])
+    alone = runner.invoke(app, ["eval", str(unrecorded), "--data-dir", str(data_dir)])
     assert alone.exit_code == 1 and "give --model" in alone.output
