@@ -116,10 +116,13 @@ def code_call(turn: "Turn", tool_name: str, call_id: str, args: dict[str, Any], 
     ctx = turn.ctx
     ctx.log.write(ToolCall(agent=turn.worker, round=turn.round, tool=tool_name, call_id=call_id, args=args))
     outcome = _run_call(ctx, ctx.tools, {"id": call_id, "name": tool_name, "args": args}, task)
+    size = len(json.dumps(outcome.error).encode())
     for done in outcome.outcomes():
         if done.result is not None:
-            ctx.add_tool_output(turn.clock(), done.result.model_dump_json())
-    size = len(json.dumps(outcome.result.model_dump(mode="json") if outcome.result else outcome.error).encode())
+            raw = done.result.model_dump_json()  # serialised once: the transcript's text and the logged size
+            ctx.add_tool_output(turn.clock(), raw)
+            if done is outcome:
+                size = len(raw.encode())
     ctx.log.write(ToolResult(agent=turn.worker, round=turn.round, tool=tool_name, call_id=call_id, ok=outcome.ok,
                              bytes=size, trimmed=False, artifact=None, attempts=outcome.attempts,
                              redactions=outcome.redaction_counts(),

@@ -157,6 +157,7 @@ class Scorer:
         self.asked_names = {m.group(0).lower() for n, m in enumerate(_TOKEN.finditer(question))
                             if n > 0 and m.group(0)[0].isupper()} - units
         self.asked_places = zh_places(question)
+        self._other_titles: dict[str, bool] = {}
         self.semantic: dict[tuple[str, str], float] = {}
         if embed is not None and language_of(question) == "en" and texts:
             unique = list(dict.fromkeys(texts))
@@ -219,13 +220,21 @@ class Scorer:
         places = zh_places(text)  # "澄江省…934万千瓦" for a question on 岚江省
         if self.asked_places and places and not places & self.asked_places:
             return True
-        if title and self.asked_places and zh_places(title) and not zh_places(title) & self.asked_places \
-                and not places & self.asked_places:
-            return True  # from a source about another place, naming none asked about
         # a source titled by another subject of the asked kind ("Haverlow Airport: record
-        # year in 2025"): its sentences that name no one asked about are about that subject
-        return bool(title) and self.names_another(title) and not named & self.asked_names \
-            and not content_words(text) & {w.lower() for w in self.asked_names} and not _ASKS_NAME.search(part)
+        # year in 2025", "澄江省2025年风电发展情况"): its sentences that name no one asked
+        # about are about that subject
+        mentions_asked = bool(named & self.asked_names or content_words(text) & self.asked_names
+                              or places & self.asked_places)
+        return bool(title) and self.titled_by_another(title) and not mentions_asked and not _ASKS_NAME.search(part)
+
+    def titled_by_another(self, title: str) -> bool:
+        """A source's title opens with another name of the asked kind or names only other
+        Chinese places; computed once per title, as every sentence of the source asks it."""
+        if title not in self._other_titles:
+            places = zh_places(title)
+            self._other_titles[title] = self.names_another(title) or bool(
+                self.asked_places and places and not places & self.asked_places)
+        return self._other_titles[title]
 
     def names_another(self, text: str) -> bool:
         """The text opens with a name of the kind the question asks about, but another one:

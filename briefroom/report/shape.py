@@ -310,7 +310,7 @@ class _PartWriter:
     used: set[str] = field(default_factory=set)
     said: set[str] = field(default_factory=set)
     said_words: list[_Says] = field(default_factory=list)
-    reserved: dict[str, str] = field(default_factory=dict)  # part -> the sentence that leads it alone
+    reserved: dict[str, Fact] = field(default_factory=dict)  # part -> the fact that leads it alone
 
     def reserve(self, parts: list[str]) -> None:
         """Each part's own lead, chosen as if it were the only part: an earlier part does
@@ -319,22 +319,21 @@ class _PartWriter:
         for part in parts:
             found = part_leads(self.facts, part, self.score, self.titles, set(), self.authority)
             if found:
-                self.reserved[part] = found[0].text
+                self.reserved[part] = found[0]
 
     def claims_of(self, part: str, placed: list[Claim]) -> tuple[list[Fact], list[Claim]]:
         """The part's leads (`outline.part_leads`: another part's own lead left to it) and
         its claims, without those an earlier part said; no claims: nothing answers the part."""
         prose = self._prose(placed)
         own = self.reserved.get(part)
-        others = {text for p, text in self.reserved.items() if p != part and text != own}
+        others = {f.text for p, f in self.reserved.items() if p != part and (own is None or f.text != own.text)}
         # another part's own lead stays for it, unless nothing else answers this part
         found = part_leads(self.facts, part, self.score, self.titles, self.used | others, self.authority) \
             or part_leads(self.facts, part, self.score, self.titles, self.used, self.authority)
         # a comparison answered only by a sentence an earlier part quotes ("与2024年相比各增加了
         # 多少" by "…1268万千瓦，比2024年底增加187万千瓦"): that sentence, which the report
         # then points back to, not "the documents do not say" while the answer stands above
-        again = [] if found else [f for f in part_leads(self.facts, part, self.score, self.titles, set(),
-                                                        self.authority)[:1] if answers_comparison(f.text, part)]
+        again = [own] if not found and own is not None and answers_comparison(own.text, part) else []
         if not found and not any(answers(c, part, self.score) for c in prose):
             # Nothing verified answers the part and the model's sentences do not either: they
             # are about something else (a figure of another year or subject), and the part
