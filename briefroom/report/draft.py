@@ -85,8 +85,9 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
         if fresh:
             lines += [f"## {section.heading.strip()}", "", *prose(fresh), ""]
         elif section.claims:  # its answer was written under an earlier part: the part still has its section
-            where = written[_bare(section.claims[0].text)]
-            lines += [f"## {section.heading.strip()}", "", lab["see_above"].format(heading=where), ""]
+            where = dict.fromkeys(written[_bare(c.text)] for c in section.claims if _bare(c.text) in written)
+            headings = lab["and"].join(f"“{heading}”" for heading in where)
+            lines += [f"## {section.heading.strip()}", "", lab["see_above"].format(headings=headings), ""]
     written[_bare(draft.short_answer.text)] = ""
     figures = [c for c in draft.key_figures if _bare(c.text) not in written]
     if figures:

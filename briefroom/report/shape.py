@@ -333,7 +333,9 @@ class _PartWriter:
         # a comparison answered only by a sentence an earlier part quotes ("与2024年相比各增加了
         # 多少" by "…1268万千瓦，比2024年底增加187万千瓦"): that sentence, which the report
         # then points back to, not "the documents do not say" while the answer stands above
-        again = [own] if not found and own is not None and answers_comparison(own.text, part) else []
+        # ("各": every earlier part's lead that gives its change on the year, in the parts' order)
+        again = [] if found else list({f.text: f for f in [*([own] if own else []), *self.reserved.values()]
+                                       if answers_comparison(f.text, part)}.values())
         if not found and not any(answers(c, part, self.score) for c in prose):
             # Nothing verified answers the part and the model's sentences do not either: they
             # are about something else (a figure of another year or subject), and the part
@@ -349,7 +351,7 @@ class _PartWriter:
         claims = [c for c in claims if c.text.strip() not in self.said]  # said once, in the first part it answers
         claims = new_sentences([without_repeats(c) for c in claims], self.said_words)
         if not claims and again:
-            found, claims = again, [quote(again[0])]
+            found, claims = again, [quote(f) for f in again]
         self.said.update(c.text.strip() for c in claims)
         return found, claims
 
@@ -404,10 +406,15 @@ def _summary(model: list[Claim], short: Claim, sections: list[DraftSection], lim
              label: Labeller, title: str) -> list[Claim]:
     """The model's executive summary (verified); without one, each later section's first
     sentence: what a reader who stops here still takes away. A sentence that only
-    repeats the title's words says nothing and is left out."""
+    repeats the title's words says nothing and is left out, and so is a source's sentence
+    quoted in place of one that failed, unless a section holds it: a summary sums up the
+    sections, and a quote no section weighed (a plan's target beside the measured figure)
+    would stand there unlabelled."""
     named = set(content_words(title))
+    held = {c.text.strip().strip("“”") for s in sections for c in s.claims}
     chosen = [label.labelled(c) for c in model if c.text.strip() and c.source_ids
-              and not set(content_words(c.text)) <= named]
+              and not set(content_words(c.text)) <= named
+              and (not c.text.lstrip().startswith("“") or c.text.strip().strip("“”") in held)]
     if not chosen:
         chosen = [next(c for c in s.claims) for s in sections[1:] if s.claims and s.claims[0].source_ids]
         chosen = [c.model_copy(update={"attribution": None}) if c.attribution and not label.unverified(c) else c

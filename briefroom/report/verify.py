@@ -110,13 +110,23 @@ def restates(claim: Claim, source_texts: dict[str, str]) -> bool:
     return False
 
 
+_SENTENCE_END = re.compile(r"[.!?。！？…][\"'”’」』)）]*$")
+
+
 def anchor(claim: Claim, source_texts: dict[str, str]) -> tuple[str, str] | None:
     """(source id, sentence): the sentence of a cited source the claim rests on, the one
-    sharing most of its content words, if it shares at least `ANCHOR_WORDS`."""
+    sharing most of its content words, if it shares at least `ANCHOR_WORDS`.
+
+    A line that does not end as a sentence does (a byline, a caption, a list item) only
+    when it holds one of the claim's figures: "岚江省能源局 2021年9月印发" shares the
+    place and the agency with every sentence about the plan, and says none of them."""
     words = content_words(claim.text)
+    values = {m.value for m in figure_mentions(claim.text)}
     best: tuple[int, str, str] | None = None
     for sid in claim.source_ids:
         for sentence in statements(source_texts.get(sid, "")):  # never a sentence addressing the reader
+            if not _SENTENCE_END.search(sentence) and not values & {m.value for m in figure_mentions(sentence)}:
+                continue
             shared = len(words & content_words(sentence))
             if shared >= ANCHOR_WORDS and (best is None or shared > best[0]):
                 best = (shared, sid, sentence)

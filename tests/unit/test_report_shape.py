@@ -154,6 +154,17 @@ def test_a_summary_sentence_that_only_repeats_the_title_is_left_out():
     assert [c.text for c in report.summary if "Heat pumps in Europe" in c.text] == []
 
 
+def test_a_quote_no_section_holds_is_not_the_summary():
+    registry = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
+                     source_ids=["REG"])
+    method = "The council compiles its count from commissioning records filed by registered installers."
+    quoted = Claim(text=f"“{method}”", source_ids=["REG"])  # a failed sentence's replacement
+    draft = WriterDraft(title="Heat pumps in Europe", short_answer=registry, summary=[quoted],
+                        sections=[DraftSection(heading="Installed in 2025", claims=[registry], part=1)])
+    report = build(draft)
+    assert [c for c in report.summary if "commissioning records" in c.text] == []
+
+
 def test_a_heading_that_repeats_the_title_or_another_section_gives_way_to_the_parts_words():
     registry = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
                      source_ids=["REG"])

@@ -129,3 +129,14 @@ def test_a_sentence_cites_only_the_sources_that_give_its_figures():
     narrowed = narrowed_citations(draft, TEXTS)
     assert narrowed.short_answer.source_ids == ["S2"]
     assert [c.source_ids for c in narrowed.sections[0].claims] == [["S2"], ["S1", "S2"]]
+
+
+def test_a_byline_is_not_the_sentence_a_claim_rests_on_but_a_figure_line_is():
+    plan = ("# 岚江省“十四五”可再生能源发展规划\n\n岚江省发展和改革委员会、岚江省能源局 2021年9月印发\n\n"
+            "- 风电装机：1500万千瓦\n\n规划提出，要重点建设沿海海上风电基地。")
+    texts = {"P": plan}
+    about_the_plan = Claim(text="岚江省能源局发布的规划确定了全省的发展目标。", source_ids=["P"])
+    assert quote_of(about_the_plan, texts) is None  # shares the agency and the place with the byline only
+    target = Claim(text="岚江省规划的风电装机目标为1500万千瓦。", source_ids=["P"])
+    quoted = quote_of(target, texts)
+    assert quoted is not None and "1500万千瓦" in quoted.text  # a list item holding the claim's figure

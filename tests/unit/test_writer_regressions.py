@@ -138,4 +138,23 @@ def test_a_part_answered_only_by_an_earlier_parts_sentence_points_back_to_it():
     markdown, _ = render_markdown(report, sources)
     first, second = (s.heading for s in report.sections)
     assert markdown.count(both) == 2  # the short answer and the first section; the second points back
-    assert f"## {second}\n\n" + LABELS["en"]["see_above"].format(heading=first) in markdown
+    assert f"## {second}\n\n" + LABELS["en"]["see_above"].format(headings=f"“{first}”") in markdown
+
+
+def test_a_change_on_each_figure_points_back_to_every_part_that_gives_one():
+    capacity = "Capacity reached 1,268 MW at the end of 2025, 187 MW more than at the end of 2024."
+    generation = "Wind farms generated 24.16 TWh in 2025, up 16.0% from 20.83 TWh in 2024."
+    question = ("What was the wind capacity at the end of 2025? How much did wind farms generate in 2025? "
+                "How much did each grow on 2024?")
+    sources = {"B": source("B", "Energy bulletin 2025", f"{capacity} {generation}")}
+    facts = [Fact(fact_id=f"F{n}", text=t, source_id="B", found_by="passage", round=1)
+             for n, t in enumerate([capacity, generation])]
+    draft = WriterDraft(title="Wind", short_answer=Claim(text=capacity, source_ids=["B"]), sections=[
+        DraftSection(heading="Capacity", claims=[Claim(text=capacity, source_ids=["B"])], part=1),
+        DraftSection(heading="Generation", claims=[Claim(text=generation, source_ids=["B"])], part=2)])
+    report = shaped(draft, question, facts, sources)
+    assert report.not_said == []
+    markdown, _ = render_markdown(report, sources)
+    first, second, third = (s.heading for s in report.sections)
+    both = LABELS["en"]["see_above"].format(headings=f"“{first}”{LABELS['en']['and']}“{second}”")
+    assert f"## {third}\n\n{both}" in markdown
