@@ -1,7 +1,8 @@
 """Which backend holds a run's checkpoints, corpus index and long-term memory: the
 data directory (SQLite, chromadb) by default, PostgreSQL with `--database-url`. The
 run and its commands ask here and get a port (a checkpoint saver, `CorpusIndex`,
-`MemoryBackend`); only this module and `server/migrate.py` name a backend.
+`MemoryBackend`). The run, the job worker, the served graph and the `memory` commands
+open their stores here.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from briefroom.corpus.chroma import ChromaCorpusIndex
 from briefroom.corpus.embeddings import Embedder, make_embedder
 from briefroom.corpus.index import CorpusIndex
 from briefroom.database import first_line, is_postgres_url, public_url
-from briefroom.errors import ConfigError
+from briefroom.errors import BriefroomError, ConfigError
 from briefroom.graph.checkpoint import open_checkpointer
 from briefroom.memory.store import MemoryStore
 from briefroom.memory.zones import MemoryBackend
@@ -54,7 +55,15 @@ def open_memory(settings: Settings, embedder: Embedder) -> MemoryBackend:
     """Long-term memory in the data directory, or in PostgreSQL with --database-url
     (pgvector; shared by every worker that reaches the database)."""
     if settings.database_url:
-        from briefroom.postgres.memory import PgMemoryStore
-
-        return PgMemoryStore(settings.database_url, embedder)
+        try:
+            from briefroom.postgres.memory import PgMemoryStore
+        except ImportError:
+            raise ConfigError("--database-url needs the server extra: pip install 'briefroom[server]'") from None
+        url = settings.database_url
+        try:
+            return PgMemoryStore(url, embedder)
+        except BriefroomError:
+            raise
+        except Exception as exc:  # refused, wrong password, down
+            raise ConfigError(f"PostgreSQL at {public_url(url)}: {first_line(exc, url)}") from None
     return MemoryStore(settings.data_dir, embedder)

@@ -3,6 +3,7 @@ every query, concurrent writers, and a forget that leaves no plaintext on disk."
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import secrets
 
@@ -244,3 +245,35 @@ def test_a_delete_alone_leaves_the_text_on_disk(store, pg_url):
         # the dead tuple became the page's free space, not zeros; the WAL still has the insert
         left = _on_disk(conn, store.schema, word.encode())
         assert any(p.startswith("base/") for p in left) and any(p.startswith("pg_wal/") for p in left)
+
+
+def test_the_memory_commands_read_and_forget_what_runs_wrote_to_postgres(pg_url, monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from briefroom.cli import app
+    from briefroom.corpus.embeddings import make_embedder
+
+    monkeypatch.setenv("BRIEFROOM_EMBEDDER", "minilm")
+    ns = Namespace("alice")
+    writer = PgMemoryStore(pg_url, make_embedder("minilm"))
+    fact_id, _, _ = writer.put_fact(ns, row("723", ["S1"]))
+    writer.close()
+    base = ["--database-url", pg_url, "--user", "alice", "--data-dir", str(tmp_path)]
+    runner = CliRunner()
+    listed = runner.invoke(app, ["memory", "list", "--json", "--zone", "fact", *base])
+    assert listed.exit_code == 0, listed.output
+    assert [i["id"] for i in json.loads(listed.stdout)] == [fact_id]  # not the empty data directory's store
+    assert runner.invoke(app, ["memory", "forget", fact_id, *base]).exit_code == 0
+    again = runner.invoke(app, ["memory", "list", "--json", *base])
+    assert json.loads(again.stdout) == []
+
+
+def test_the_memory_commands_say_in_one_line_when_postgres_is_down(tmp_path):
+    from typer.testing import CliRunner
+
+    from briefroom.cli import app
+
+    result = CliRunner().invoke(app, ["memory", "list", "--database-url", "postgresql://u:secret@127.0.0.1:9/db",
+                                      "--data-dir", str(tmp_path)])
+    assert result.exit_code != 0
+    assert "PostgreSQL at" in result.output and "secret" not in result.output
