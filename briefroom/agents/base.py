@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
@@ -38,6 +38,11 @@ from briefroom.state.schema import AgentState
 T = TypeVar("T", bound=BaseModel)
 # Message numbers each instance of a fan-out may use in one step (see `Turn._seq_base`).
 INSTANCE_SEQ_BLOCK = 64
+
+
+# What a role does once the run is finishing: "draft" writes the report from what is
+# known, "check" reviews that draft (`graph.routing.next_speaker`).
+FinishingDuty = Literal["draft", "check"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,7 @@ class Role:
     # What the role does once the run is finishing (85% of --max-tokens used):
     # "draft" writes the report from what is known, "check" reviews that draft;
     # roles without a duty stop working.
-    finishing_duty: str | None = None
+    finishing_duty: FinishingDuty | None = None
     # Reads long-term memory at task start (the Planner); other roles read it only at
     # declared decision points, through a memory tool.
     reads_memory: bool = False
@@ -89,7 +94,7 @@ class Role:
     fan_out: bool = False
 
     def __post_init__(self) -> None:
-        if self.finishing_duty not in (None, "draft", "check"):
+        if self.finishing_duty not in (None, *get_args(FinishingDuty)):
             raise ValueError(f"role {self.name!r}: finishing_duty must be 'draft', 'check' or None")
         for field_name in ("publications", "guards"):  # one instance per type name (`MsgType.of`)
             object.__setattr__(self, field_name, tuple(MsgType.of(t) for t in getattr(self, field_name)))

