@@ -48,10 +48,19 @@ class ReportScore:
     short_answer_trap_hits: list[str] = field(default_factory=list)  # must_not in a summary section or key figures
     # None: the scenario names no authoritative figure (only credibility traps must)
     short_answer_authoritative: bool | None = None
+    # Cited sentences in the model's own words (not a quoted source sentence), and those
+    # of them the checks above find supported: how much of the report is the team's prose.
+    own_sentences: int = 0
+    own_supported: int = 0
 
     @property
     def support(self) -> float:
         return self.supported_sentences / self.cited_sentences if self.cited_sentences else 1.0
+
+    @property
+    def own_words(self) -> float:
+        """The share of cited sentences that are the model's own and supported."""
+        return self.own_supported / self.cited_sentences if self.cited_sentences else 0.0
 
 
 def _normal(text: str) -> str:
@@ -85,6 +94,7 @@ def score_report(markdown: str, *, question: str, language: str, answer_key: lis
     return ReportScore(recall=recall, found=found, missed=missed,
                        coverage=_coverage(answer_key, found, parts, unanswerable, said_unanswered),
                        cited_sentences=lines.cited, supported_sentences=lines.supported,
+                       own_sentences=lines.own, own_supported=lines.own_supported,
                        unsupported_numbers=lines.unsupported, unretrieved_citations=lines.unretrieved,
                        trap_hits=[t for t in must_not if states(body, [t])],
                        language_ok=_language_ok(body, language),
@@ -111,6 +121,8 @@ class _LineCounts:
 
     cited: int = 0
     supported: int = 0
+    own: int = 0  # cited lines that are not a quote (“…”) of a source
+    own_supported: int = 0
     unretrieved: int = 0
     unsupported: list[str] = field(default_factory=list)
 
@@ -143,8 +155,11 @@ def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dic
     if _CITE.search(line):
         counts.cited += 1
         grounded = max((grounding(text, source_texts[s]) for s in ids), default=0.0)
-        if ids and not missing and grounded >= GROUNDING_THRESHOLD:
-            counts.supported += 1
+        supported = bool(ids) and not missing and grounded >= GROUNDING_THRESHOLD
+        counts.supported += supported
+        if not text.startswith(("“", '"', "「")):  # a quote is the source's words, however it is labelled
+            counts.own += 1
+            counts.own_supported += supported
 
 
 def _language_ok(body: str, language: str) -> bool:

@@ -61,6 +61,7 @@ class CaseResult:
         out.update(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens, calls=self.calls)
         if self.score is not None:
             out["score"]["support"] = round(self.score.support, 4)
+            out["score"]["own_words"] = round(self.score.own_words, 4)
         return out
 
 

@@ -49,6 +49,9 @@ def quality(rs: list[CaseResult]) -> dict[str, float | int | None]:
         # None: no scenario here names an authoritative figure (no credibility trap)
         "short_answer_authoritative": _rate(authoritative),
         "language_ok_rate": _rate([s.language_ok for s in scored]),
+        # of all cited sentences, the model's own and supported (a ratio of totals)
+        "own_words": round(sum(s.own_supported for s in scored) / cited, 4)
+        if (cited := sum(s.cited_sentences for s in scored)) else None,
     }
 
 

@@ -21,6 +21,7 @@ def run_line(r: CaseResult) -> str:
             f"unsupported {len(s.unsupported_numbers)}  unretrieved {s.unretrieved_citations}  "
             f"traps {len(s.trap_hits)} (short answer {len(s.short_answer_trap_hits)})  "
             f"authoritative {authoritative}  language {'ok' if s.language_ok else 'WRONG'}  "
+            f"own words {s.own_supported}/{s.cited_sentences}  "
             f"{r.prompt_tokens:,} prompt tokens  {r.calls} calls  {r.wall_s:.0f}s")
 
 
@@ -50,7 +51,8 @@ def summary_line(label: str, row: Row) -> str:
                          metric(row, "unsupported_numbers", share=False),
                          metric(row, "unretrieved_citations", share=False), metric(row, "trap_hits", share=False),
                          metric(row, "short_answer_trap_hits", share=False),
-                         metric(row, "short_answer_authoritative"), metric(row, "language_ok_rate")])
+                         metric(row, "short_answer_authoritative"), metric(row, "language_ok_rate"),
+                         metric(row, "own_words")])
     return (f"overall {label}: {quality}; {row['scenarios']} scenarios × {row['repeats']} repeat(s), "
             f"{row['failed']} failed, {row['prompt_tokens']:,} prompt + {row['completion_tokens']:,} completion "
             f"tokens ({cached} cached), {row['calls']} calls, {row['wall_s']}s")

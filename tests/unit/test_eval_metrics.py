@@ -32,6 +32,14 @@ def test_recall_support_and_coverage_of_a_good_report():
     assert s.unsupported_numbers == [] and s.unretrieved_citations == 0 and s.language_ok
 
 
+def test_the_models_own_supported_sentences_are_counted_apart_from_quotes():
+    s = score(report("## Installed\n\n“Installers put 1.84 million heat pumps into service in 2025.” [1]\n\n"
+                     "## Sold\n\nManufacturers sold 2.61 million heat pumps in 2025. [2]\n"
+                     "Manufacturers sold 2.9 million heat pumps in 2025. [2]"))
+    assert (s.cited_sentences, s.own_sentences, s.own_supported) == (3, 2, 1)  # the 2.9 million is not supported
+    assert round(s.own_words, 2) == 0.33
+
+
 def test_a_number_not_in_the_cited_source_and_the_footer_is_not_read():
     s = score(report("- Installers put 1.9 million heat pumps into service in 2025. [1]"))
     assert s.recall == 0.0 and s.support == 0.0
