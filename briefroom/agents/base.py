@@ -193,8 +193,7 @@ class Turn:
         if stage is None or ctx.max_tokens is None:
             return budget
         after = max(256, int(budget * ctx.compaction.squeeze)) if stage in ("compress", "finish") else budget
-        if stage not in ctx.stages_logged:
-            ctx.stages_logged.add(stage)
+        if ctx.meter.announce(stage):
             ctx.log.write(Compaction(round=self.round, stage=stage, tokens_used=ctx.tokens_used,
                                      max_tokens=ctx.max_tokens, share_used=round(ctx.tokens_used / ctx.max_tokens, 3),
                                      budget_before=budget if after != budget else None,

@@ -1,7 +1,8 @@
 """RunContext: the run's live dependencies, handed to nodes through LangGraph's runtime.
 
 State is data that is checkpointed; this is everything that is not: model handles,
-tools, the index, the bus, the token counter, the run log, progress reporting.
+tools, the index, the bus, the token counter, the run log, progress reporting. It is
+frozen; the run's live counters are its `RunMeter`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from briefroom.protocol.artifacts import ArtifactStore
     from briefroom.protocol.prompt_assembly import Item
     from briefroom.protocol.tools import Tool
+    from briefroom.state.schema import Ledger
 
 
 def _quiet(round: int, agent: str, step: str) -> None:
@@ -60,8 +62,71 @@ class Compaction:
         return None
 
 
-@dataclass
+class RunMeter:
+    """The run's live counters: tokens used (the budget is checked between a node's own
+    model calls, across instances of a fan-out that run at once), the raw tool outputs
+    the naive baseline replays, and the compaction stages already announced. The one
+    part of a run's context that changes while it runs; every node writes its reading
+    to the state's `ledger` channel (`graph.builder.with_ledger`), and a resumed run
+    restores it from there. Thread-safe."""
+
+    def __init__(self, transcript_path: Path | None = None) -> None:
+        # Raw tool outputs are also appended to this file (JSON lines), so a resumed run
+        # has them too; the memory gates judge them at the end (and reject them: raw
+        # output never persists).
+        self.transcript_path = transcript_path
+        self._tokens = 0
+        self._transcript: list[tuple[float, str]] = []
+        self._stages: set[str] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def tokens_used(self) -> int:
+        return self._tokens
+
+    @property
+    def transcript(self) -> tuple[tuple[float, str], ...]:
+        """Raw tool outputs with the time they arrived (message timestamp scale)."""
+        return tuple(self._transcript)
+
+    def charge(self, tokens: int) -> None:
+        """Add a call's tokens to the run's count."""
+        with self._lock:
+            self._tokens += tokens
+
+    def add_tool_output(self, at: float, raw: str) -> None:
+        """`raw` is a validated tool result, redacted already by `run_tool` (every tool,
+        fallbacks and a user's own included), so it may go to disk as it is."""
+        with self._lock:
+            self._transcript.append((at, raw))
+            if self.transcript_path is not None:
+                with open(self.transcript_path, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps([at, raw], ensure_ascii=False) + "\n")
+
+    def announce(self, stage: str) -> bool:
+        """True the first time a compaction stage is reached: it is logged once."""
+        with self._lock:
+            first = stage not in self._stages
+            self._stages.add(stage)
+            return first
+
+    def restore(self, tokens_used: int, transcript: int) -> None:
+        """Continue from a checkpoint's counters: what the interrupted step had added to
+        the transcript file is cut off, as its log lines are."""
+        with self._lock:
+            self._tokens = tokens_used
+            if self.transcript_path is not None and self.transcript_path.is_file():
+                lines = self.transcript_path.read_text(encoding="utf-8").splitlines()[:transcript]
+                self._transcript = [(float(at), str(raw)) for at, raw in map(json.loads, lines)]
+                self.transcript_path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+@dataclass(frozen=True)
 class RunContext:
+    """What every node of one run is handed (LangGraph's run context): dependencies and
+    settings, fixed for the run. What changes while it runs is in `meter`, and from there
+    in the state's `ledger` channel."""
+
     bus: Bus
     models: "ModelPool"
     counter: TokenCounter
@@ -71,12 +136,7 @@ class RunContext:
     index: "CorpusIndex | None" = None
     progress: Callable[[int, str, str], None] = _quiet
     context_strategy: str = "layered"  # or "naive", the append-everything baseline
-    # Raw tool outputs with the time they arrived (message timestamp scale), for the
-    # naive baseline only: it interleaves them with the messages, as a chat log would.
-    transcript: list[tuple[float, str]] = field(default_factory=list)
-    # ... also appended to this file (JSON lines), so a resumed run has them too; the
-    # memory gates judge them at the end (and reject them: raw output never persists).
-    transcript_path: Path | None = None
+    meter: RunMeter = field(default_factory=RunMeter)
     max_tokens: int | None = None  # run-level budget (prompt + completion tokens)
     # Recalled at task start for roles that read memory (untrusted data with provenance).
     memory_items: list["Item"] = field(default_factory=list)
@@ -84,39 +144,36 @@ class RunContext:
     fact_threshold: float = 0.5  # share of a question's words and numbers a fact must hold to answer it
     shares: dict[str, float] = field(default_factory=dict)  # overrides of the builder's section shares
     floors: dict[str, int] = field(default_factory=dict)
-    tokens_used: int = 0
     parallel: int = 1  # instances of a fan-out role that may run at the same time
     compaction: Compaction = field(default_factory=Compaction)
     report: ReportSpec = field(default_factory=ReportSpec)  # --report, --words, --audience: for the Writer
-    stages_logged: set[str] = field(default_factory=set)  # compaction stages announced in the log
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def tokens_used(self) -> int:
+        return self.meter.tokens_used
+
+    @property
+    def transcript(self) -> tuple[tuple[float, str], ...]:
+        """Raw tool outputs with the time they arrived, for the naive baseline only: it
+        interleaves them with the messages, as a chat log would."""
+        return self.meter.transcript
 
     def charge(self, tokens: int) -> None:
         """Add a call's tokens to the run's count (instances of a fan-out call at once)."""
-        with self._lock:
-            self.tokens_used += tokens
+        self.meter.charge(tokens)
 
     def add_tool_output(self, at: float, raw: str) -> None:
-        """`raw` is a validated tool result, redacted already by `run_tool` (every tool,
-        fallbacks and a user's own included), so it may go to disk as it is."""
-        self.transcript.append((at, raw))
-        if self.transcript_path is not None:
-            with open(self.transcript_path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps([at, raw], ensure_ascii=False) + "\n")
+        self.meter.add_tool_output(at, raw)
 
-    def ledger(self) -> dict:
-        """Saved with each checkpoint (state key `ledger`), restored by `restore`."""
-        return {"log_seq": self.log.seq, "tokens_used": self.tokens_used, "transcript": len(self.transcript),
+    def ledger(self) -> "Ledger":
+        """The run's counters, saved with each checkpoint (state channel `ledger`)."""
+        return {"log_seq": self.log.seq, "tokens_used": self.meter.tokens_used,
+                "transcript": len(self.meter.transcript),
                 "model_calls": {role: h.calls for role, h in self.models.handles.items() if h.calls}}
 
-    def restore(self, ledger: dict) -> None:
-        """Continue from a checkpoint's ledger: what the interrupted step had added to the
-        transcript file is cut off, as its log lines are."""
-        self.tokens_used = int(ledger.get("tokens_used", 0))
-        if self.transcript_path is not None and self.transcript_path.is_file():
-            lines = self.transcript_path.read_text(encoding="utf-8").splitlines()[:int(ledger.get("transcript", 0))]
-            self.transcript = [(float(at), str(raw)) for at, raw in map(json.loads, lines)]
-            self.transcript_path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    def restore(self, ledger: "Ledger") -> None:
+        """Continue from a checkpoint's ledger: tokens, the transcript, each role's replies."""
+        self.meter.restore(int(ledger.get("tokens_used", 0)), int(ledger.get("transcript", 0)))
         calls = ledger.get("model_calls", {})
         for role in calls:  # instances of a fan-out get their handles back, with their counts
             self.models.for_role(role)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from briefroom.agents.run_context import Compaction, RunContext
+from briefroom.agents.run_context import Compaction, RunContext, RunMeter
 from briefroom.corpus.index import CorpusIndex, SyncStats
 from briefroom.corpus.tools import corpus_tools
 from briefroom.errors import ConfigError
@@ -137,4 +137,4 @@ def _run_context(launch: RunLaunch, bus: Bus, pool: ModelPool, log: RunLog, tool
                       memory_threshold=settings.recall_threshold, fact_threshold=settings.fact_threshold,
                       parallel=settings.parallel, compaction=Compaction(*settings.compact_at),
                       report=ReportSpec(kind=settings.report_kind, words=settings.words, audience=settings.audience),
-                      transcript_path=launch.run_dir / TRANSCRIPT_FILE)
+                      meter=RunMeter(launch.run_dir / TRANSCRIPT_FILE))

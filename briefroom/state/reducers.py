@@ -92,3 +92,23 @@ def merge_memory_used(current: dict[str, list[str]] | None,
     """Per role, the long-term memory items it has used at a decision point: a union,
     first use first (the same law as the read cursors of `merge_seen`)."""
     return merge_seen(current, update)
+
+
+def furthest_ledger(current: dict | None, update: dict | None) -> dict:
+    """The run's counters (`schema.Ledger`): each only grows, so the furthest of two
+    values wins, per role for model replies. Instances of a fan-out role that report at
+    once merge to the furthest count, whatever order their updates arrive in."""
+    if not update:
+        return dict(current or {})
+    if not current:
+        return dict(update)
+    merged = dict(current)
+    for key, value in update.items():
+        if key == "model_calls":
+            calls = dict(merged.get(key, {}))
+            for role, n in value.items():
+                calls[role] = max(calls.get(role, 0), n)
+            merged[key] = calls
+        else:
+            merged[key] = max(merged.get(key, 0), value)
+    return merged

@@ -28,6 +28,18 @@ class ReviewState(TypedDict, total=False):
     answers: list[dict]  # every answer taken, in order (a recording keeps them for its replay)
 
 
+class Ledger(TypedDict, total=False):
+    """What the run did outside the state: what a node's update says the run had got to.
+    The texts themselves live where they are kept (run.jsonl, the transcript file); the
+    ledger holds how far each goes, so a resumed run cuts off what an interrupted node
+    had added."""
+
+    log_seq: int  # run-log lines written
+    tokens_used: int  # prompt + completion tokens of every model call
+    transcript: int  # raw tool outputs kept for the naive baseline
+    model_calls: dict[str, int]  # replies per role (a replay's cassette is wound to them)
+
+
 class AgentState(TypedDict, total=False):
     charter: Charter
     """Goal, acceptance criteria, constraints, max rounds. Set once, never trimmed; only
@@ -70,9 +82,9 @@ class AgentState(TypedDict, total=False):
     """Set when the run has used 85% of --max-tokens: only the Writer (and the Critic's
     deterministic report check) still act, then the run ends."""
 
-    ledger: dict
-    """What the run did outside the state, as of this checkpoint: run-log lines written,
-    tokens used, model replies per role. A resumed run starts from these numbers."""
+    ledger: Annotated[Ledger, reducers.furthest_ledger]
+    """The run's counters as of this checkpoint (`Ledger`): written by every node from
+    the run's meter, read back by a resumed run, which starts from these numbers."""
 
     instance: dict
     """Only in the input of one instance of a fan-out role (`graph/builder.py`): its

@@ -51,3 +51,41 @@ def test_merge_sources_unions_passages_once():
     assert [p.chunk_id for p in merged["S1"].passages] == ["S1:0", "S1:1"]
     assert set(merged) == {"S1", "S2"}
     assert len(left["S1"].passages) == 1
+
+
+def test_the_ledger_keeps_the_furthest_count_whatever_order_updates_arrive_in():
+    first = {"log_seq": 10, "tokens_used": 900, "transcript": 2, "model_calls": {"searcher#1": 2, "planner": 1}}
+    second = {"log_seq": 12, "tokens_used": 700, "transcript": 3, "model_calls": {"searcher#2": 1, "planner": 1}}
+    merged = reducers.furthest_ledger(first, second)
+    assert merged == reducers.furthest_ledger(second, first)
+    assert merged == {"log_seq": 12, "tokens_used": 900, "transcript": 3,
+                      "model_calls": {"searcher#1": 2, "searcher#2": 1, "planner": 1}}
+    assert first["model_calls"] == {"searcher#1": 2, "planner": 1}  # inputs are never changed
+    assert reducers.furthest_ledger(None, second) == second and reducers.furthest_ledger(first, None) == first
+
+
+def test_the_run_context_is_fixed_and_its_meter_counts(tmp_path):
+    import dataclasses
+
+    import pytest
+
+    from briefroom.agents.run_context import RunContext, RunMeter
+    from briefroom.llm import ModelPool
+    from briefroom.protocol.budget import TokenCounter
+    from briefroom.protocol.bus import Bus
+    from briefroom.runlog import RunLog
+
+    ctx = RunContext(bus=Bus({}, {}), models=ModelPool(), counter=TokenCounter(), log=RunLog(None),
+                     meter=RunMeter(tmp_path / "transcript.jsonl"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ctx.max_tokens = 5  # type: ignore[misc]
+    ctx.charge(120)
+    ctx.add_tool_output(1.0, "first")
+    ctx.add_tool_output(2.0, "second")
+    assert ctx.ledger()["tokens_used"] == 120 and ctx.ledger()["transcript"] == 2
+    assert ctx.meter.announce("warn") and not ctx.meter.announce("warn")  # announced once
+    again = RunContext(bus=Bus({}, {}), models=ModelPool(), counter=TokenCounter(), log=RunLog(None),
+                       meter=RunMeter(tmp_path / "transcript.jsonl"))
+    again.restore({"tokens_used": 120, "transcript": 1})  # the checkpoint was written after the first output
+    assert again.tokens_used == 120 and [raw for _, raw in again.transcript] == ["first"]
+    assert (tmp_path / "transcript.jsonl").read_text(encoding="utf-8").count("\n") == 1  # cut off on disk too
