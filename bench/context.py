@@ -106,7 +106,8 @@ class Simulation:
             self.publish("planner", MsgType.INSTRUCTION, f"Question {r}.{k}: how did region {k} grow in round {r}?",
                          receiver="searcher", priority=Priority.P0, ttl=1)
         outputs = [tool_output(r, k) for k in range(2)]
-        self.ctx.transcript.extend((r * 1000 + self.seq + 0.5, out) for out in outputs)
+        for out in outputs:
+            self.ctx.add_tool_output(r * 1000 + self.seq + 0.5, out)
         material = [Item(f"p{r}-{k}", mark_data("passage", out[:1600], source=f"S{r:04d}{k}000"), Priority.P1, k)
                     for k, out in enumerate(outputs)]
         tokens["searcher"] = self.prompt("searcher", material)

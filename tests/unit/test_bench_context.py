@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 
 from tests.conftest import REPO
@@ -45,8 +46,7 @@ def test_section_shares_from_settings_change_what_a_prompt_holds():
                   source_id=f"S{i}", found_by="searcher", round=1) for i in range(300)]
     # Both sections have more than the budget holds: the shares decide the split.
     default = _writer_prompt(bench, sim, facts).section_tokens
-    sim.ctx.shares = {"whiteboard": 0.05, "facts": 0.8}
-    sim.ctx.floors = {"whiteboard": 0}
+    sim.ctx = dataclasses.replace(sim.ctx, shares={"whiteboard": 0.05, "facts": 0.8}, floors={"whiteboard": 0})
     tuned = _writer_prompt(bench, sim, facts).section_tokens
     assert 0 < tuned["whiteboard"] < default["whiteboard"] / 2
     assert tuned["facts"] > default["facts"] * 2
