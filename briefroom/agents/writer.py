@@ -228,7 +228,7 @@ def fill_from_memory(turn: Turn, gaps: list[str], asked: set[str]) -> list[Fact]
     candidates = [fact for fact, _ in found.values()]
     ranked = dedupe(_ranked(turn, sources, candidates))
     parts = question_parts(goal)
-    score = Scorer(goal, parts, [f.text for f in ranked], _embed(turn))
+    score = Scorer(goal, parts, [f.text for f in ranked], _embed(turn), charter_language(turn.charter))
     titles = {sid: sources[sid].title for sid in sources}
     authority = {sid: p.authority for sid, p in profiles(sources).items()}
     answered = {part: {f.fact_id for f in leads(ranked, part, score, titles, set(), authority)}

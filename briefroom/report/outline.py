@@ -147,7 +147,8 @@ class Scorer:
     without it (eval); turn it on for Chinese only with a measurement.
     """
 
-    def __init__(self, question: str, parts: list[str], texts: list[str], embed: Embed | None = None):
+    def __init__(self, question: str, parts: list[str], texts: list[str], embed: Embed | None = None,
+                 language: str | None = None):
         self.question = question
         self.names = proper_names(texts)
         self.asked = {w.lower() for w in _TOKEN.findall(question)}
@@ -159,7 +160,7 @@ class Scorer:
         self.asked_places = zh_places(question)
         self._other_titles: dict[str, bool] = {}
         self.semantic: dict[tuple[str, str], float] = {}
-        if embed is not None and language_of(question) == "en" and texts:
+        if embed is not None and (language or language_of(question)) == "en" and texts:  # the charter's, if given
             unique = list(dict.fromkeys(texts))
             vectors = embed([*parts, question, *unique])
             asked, whole, rest = vectors[:len(parts)], vectors[len(parts)], vectors[len(parts) + 1:]

@@ -231,7 +231,7 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
     facts = dedupe(facts)
     label = Labeller(sources, profiles, language)
     model_claims = [c for s in draft.sections for c in s.claims]
-    score = Scorer(question, parts, [f.text for f in facts] + [c.text for c in model_claims], embed)
+    score = Scorer(question, parts, [f.text for f in facts] + [c.text for c in model_claims], embed, language)
     title = _title(draft.title, question, lab)
     writer = _PartWriter(facts, score, label, titles={sid: r.title for sid, r in sources.items()},
                          authority={sid: p.authority for sid, p in profiles.items()}, shape=spec.shape,

@@ -110,7 +110,9 @@ def charter_of(launch: RunLaunch, thread: Thread, log: RunLog, moved: MovedAside
 
 
 def make_charter(request: ResearchRequest, settings: Settings, roles: list[Role]) -> Charter:
-    return Charter(goal=redact_text(" ".join(request.question.split())),
+    """The run's charter. The question is as `new_run` cleaned it (`clean_question`: one
+    line); its language is detected here, once, and read from the charter after."""
+    return Charter(goal=redact_text(request.question),
                    acceptance_criteria=tuple(DEFAULT_CRITERIA) + tuple(request.acceptance_criteria),
                    constraints=tuple(request.constraints), roles=tuple(r.name for r in roles),
                    max_rounds=settings.rounds, max_revisions=settings.max_revisions,
