@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from briefroom.protocol.extraction import content_words, number_mentions, quotable, statements
 from briefroom.records import Claim, WriterDraft
-from briefroom.report.asking import figure_mentions
+from briefroom.report.asking import YEAR, figure_mentions
 from briefroom.report.checks import NOTES, Problem, grounding, readings_in, source_readings, unsupported_numbers
 
 # The least share of a sentence's content words its cited sources must hold. It is a
@@ -114,22 +114,32 @@ _SENTENCE_END = re.compile(r"[.!?。！？…][\"'”’」』)）]*$")
 
 
 def anchor(claim: Claim, source_texts: dict[str, str]) -> tuple[str, str] | None:
-    """(source id, sentence): the sentence of a cited source the claim rests on, the one
-    sharing most of its content words, if it shares at least `ANCHOR_WORDS`.
+    """(source id, sentence): the sentence of a cited source the claim rests on, if one
+    shares at least `ANCHOR_WORDS` of its content words. Of those, the one holding most
+    of the claim's figures, then one of the claim's years (or none: a bulletin's "at the
+    end of the year"), then most shared words: "2025年末常住人口为512.4万人" rests on
+    "年末全市常住人口512.4万人", not on "2024年末全市常住人口为505.6万人", which shares
+    more words and is about another year and another figure.
 
-    A line that does not end as a sentence does (a byline, a caption, a list item) only
+    A line that does not end as a sentence (a byline, a caption, a list item) counts only
     when it holds one of the claim's figures: "岚江省能源局 2021年9月印发" shares the
     place and the agency with every sentence about the plan, and says none of them."""
     words = content_words(claim.text)
     values = {m.value for m in figure_mentions(claim.text)}
-    best: tuple[int, str, str] | None = None
+    years = set(YEAR.findall(claim.text))
+    best: tuple[tuple[int, int, int], str, str] | None = None
     for sid in claim.source_ids:
         for sentence in statements(source_texts.get(sid, "")):  # never a sentence addressing the reader
-            if not _SENTENCE_END.search(sentence) and not values & {m.value for m in figure_mentions(sentence)}:
+            held = values & {m.value for m in figure_mentions(sentence)}
+            if not _SENTENCE_END.search(sentence) and not held:
                 continue
             shared = len(words & content_words(sentence))
-            if shared >= ANCHOR_WORDS and (best is None or shared > best[0]):
-                best = (shared, sid, sentence)
+            if shared < ANCHOR_WORDS:
+                continue
+            named = set(YEAR.findall(sentence))
+            rank = (len(held), int(not years or not named or bool(years & named)), shared)
+            if best is None or rank > best[0]:
+                best = (rank, sid, sentence)
     return (best[1], best[2]) if best else None
 
 

@@ -140,3 +140,15 @@ def test_a_byline_is_not_the_sentence_a_claim_rests_on_but_a_figure_line_is():
     target = Claim(text="岚江省规划的风电装机目标为1500万千瓦。", source_ids=["P"])
     quoted = quote_of(target, texts)
     assert quoted is not None and "1500万千瓦" in quoted.text  # a list item holding the claim's figure
+
+
+def test_a_failed_sentence_is_quoted_from_the_sentence_with_its_figure_and_year():
+    bulletin = ("2024年末全市常住人口为505.6万人。年末全市常住人口512.4万人，比上年末增加6.8万人。")
+    texts = {"B": bulletin}
+    claim = Claim(text="2025年末青川市常住人口为512.4万人。", source_ids=["B"])
+    assert quote_of(claim, texts).text == "“年末全市常住人口512.4万人，比上年末增加6.8万人。”"
+    report = ("In 2024 the airport handled 13.57 million passengers, so traffic grew by 9.2% in 2025. "
+              "The airport handled 14.82 million passengers in 2025.")
+    invented = Claim(text="In 2025 the airport handled 14.82 million passengers, a 28% increase on 2024.",
+                     source_ids=["R"])
+    assert "14.82 million" in quote_of(invented, {"R": report}).text  # not the 2024 sentence, with more words shared
