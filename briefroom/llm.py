@@ -99,6 +99,8 @@ class ModelHandle:
         runnable: Any = self.chat_model
         if tools:
             runnable = self._bind_tools(runnable, tools, force_tool)
+            if self.profile is not None and self.profile.kind != "openai":
+                runnable = runnable.bind(stop=[TOOL_CALL_STOP])
         extra = self._extra_body()
         if schema is not None and self.provider not in ("embedded", "openai"):
             runnable = runnable.bind(response_format=self._response_format(schema, schema_name))
@@ -186,6 +188,12 @@ class ModelHandle:
 
 
 REPEAT_PENALTY = 1.1
+# Where a tool-call reply ends at the latest on a local server. Qwen2.5-Coder-1.5B on
+# llama.cpp writes its call as a fenced JSON block and then newlines until the output
+# cap (llama.cpp does not penalise repeated newlines): 1,024 tokens, about 150 s on one
+# thread, for a call of 50. No call holds four newlines in a row; OpenAI's reasoning
+# models refuse `stop`, and OpenAI returns real tool calls, so it is not sent there.
+TOOL_CALL_STOP = "\n\n\n\n"
 # A tool argument written under a grammar is cut at this length: a small model asked for
 # a search query otherwise repeats itself until the output cap.
 FORCED_ARGUMENT_CHARS = 200

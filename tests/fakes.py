@@ -54,6 +54,8 @@ class ScriptedChatModel(BaseChatModel):
         return self.bind(response_format={"type": "json_object", "schema": json_schema}) | RunnableLambda(parse)
 
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+        if stop is not None:  # langchain hands `stop` apart from the other request fields
+            kwargs = {**kwargs, "stop": stop}
         self._calls.append({"messages": messages, "kwargs": kwargs})
         if not self._steps:
             raise AssertionError(f"{self.name}: called more times than scripted ({len(self._calls)} calls)")

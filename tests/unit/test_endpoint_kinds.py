@@ -132,3 +132,19 @@ def test_a_handle_turns_text_calls_into_calls_and_forces_a_tool_the_way_the_serv
     assert out.tool_calls[0]["name"] == "read_source" and out.tool_calls[0]["args"] == {"source_id": "S1"}
     assert seen[0]["tool_choice"] == "required"
     assert [t["function"]["name"] for t in seen[0]["tools"]] == ["read_source"]
+
+
+@pytest.mark.parametrize(("kind", "stops"), [("llama.cpp", True), ("ollama", True), ("openai", False)])
+def test_a_tool_call_on_a_local_server_ends_at_a_run_of_newlines(kind, stops):
+    seen = []
+
+    def reply(messages, kwargs):
+        seen.append(kwargs)
+        return AIMessage(content='```json\n{"name": "read_source", "arguments": {"source_id": "S1"}}\n```')
+
+    handle = ModelHandle("searcher", "openai", "qwen", ScriptedChatModel([reply]), "json_schema", 8192,
+                         profile=endpoints.profile_for(kind))
+    out, _ = handle.invoke([HumanMessage("go")], tools=TOOLS, force_tool="read_source")
+    assert out.tool_calls[0]["args"] == {"source_id": "S1"}
+    # Qwen2.5-Coder on llama.cpp wrote newlines after its call until the 1,024-token cap
+    assert (seen[0].get("stop") == ["\n\n\n\n"]) is stops
