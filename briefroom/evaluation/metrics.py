@@ -48,7 +48,8 @@ class ReportScore:
     short_answer_trap_hits: list[str] = field(default_factory=list)  # must_not in a summary section or key figures
     # None: the scenario names no authoritative figure (only credibility traps must)
     short_answer_authoritative: bool | None = None
-    # Cited sentences in the model's own words (not a quoted source sentence), and those
+    # Cited sentences in the model's own words (neither quoted nor copied whole from a
+    # source), and those
     # of them the checks above find supported: how much of the report is the team's prose.
     own_sentences: int = 0
     own_supported: int = 0
@@ -121,7 +122,7 @@ class _LineCounts:
 
     cited: int = 0
     supported: int = 0
-    own: int = 0  # cited lines that are not a quote (“…”) of a source
+    own: int = 0  # cited lines that are neither a quote (“…”) nor a copy of a cited source's sentence
     own_supported: int = 0
     unretrieved: int = 0
     unsupported: list[str] = field(default_factory=list)
@@ -157,9 +158,20 @@ def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dic
         grounded = max((grounding(text, source_texts[s]) for s in ids), default=0.0)
         supported = bool(ids) and not missing and grounded >= GROUNDING_THRESHOLD
         counts.supported += supported
-        if not text.startswith(("“", '"', "「")):  # a quote is the source's words, however it is labelled
+        if _own_words(text, [source_texts[s] for s in ids]):
             counts.own += 1
             counts.own_supported += supported
+
+
+def _own_words(text: str, cited: list[str]) -> bool:
+    """The line is the model's prose: not a quote, and not a source sentence copied
+    whole (which a model may do without the quotation marks); its label (" — *Source
+    (kind)*") is code's and not counted."""
+    core = text.split(" — *", 1)[0].strip()
+    if core.startswith(("“", '"', "「")):
+        return False
+    flat = _normal(core).rstrip(".。")
+    return not any(flat and flat in _normal(source) for source in cited)
 
 
 def _language_ok(body: str, language: str) -> bool:
