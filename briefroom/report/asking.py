@@ -36,6 +36,18 @@ def about_other_years(text: str, question: str, title: str = "") -> bool:
     return bool(wanted and named and not named & wanted)
 
 
+def dated_year(text: str) -> str | None:
+    """The year a sentence dates its first figure by: the last year it names before that
+    figure ("In 2024 the airport handled 13.57 million passengers, so traffic grew by
+    9.2% in 2025" gives 2024's count; "2024年末全市常住人口为505.6万人"). None when it
+    names no year before its first figure ("…handled 14.82 million passengers in 2025")."""
+    mentions = figure_mentions(text)
+    if not mentions:
+        return None
+    before = YEAR.findall(text[:mentions[0].start])
+    return before[-1] if before else None
+
+
 def figure_mentions(text: str) -> list[Mention]:
     """The figures of a sentence that are not years, where they stand."""
     return [m for m in number_mentions(text) if not YEAR.fullmatch(m.value)]

@@ -30,6 +30,7 @@ from briefroom.report.asking import (
     asks_why,
     close_figures,
     close_rival,
+    dated_year,
     figures,
     gives_only_differences,
     is_statement,
@@ -44,7 +45,7 @@ from briefroom.report.asking import (
     wants_share,
     whole_period,
 )
-from briefroom.report.language import language_of
+from briefroom.report.language import language_of, part_query
 
 # A source sentence must score this well on a part (`Scorer`, 0..1+) to answer it: below,
 # the part is "not said" rather than answered by a sentence on a neighbouring subject.
@@ -371,6 +372,8 @@ def leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], u
     # the lead gives the measure asked for (installed, not sold); rivals may give another
     leading = _measured_first(sorted((t for t in scored if answers_measure(t.fact.text, part)),
                                      key=lambda t: (-t.weighted, t.order)), part)
+    if not asks_change(part):  # a comparison's sentences date their figures by either year
+        leading = _of_the_asked_year(leading, part_query(part, score.question))
     if wants_share(part):  # a share is led by a sentence giving one, when any answers the part
         leading = [t for t in leading if states_share(t.fact.text)] or leading
     if not leading:
@@ -391,6 +394,18 @@ def _answering(facts: list[Fact], part: str, score: Scorer, titles: dict[str, st
         relevance_ = score(f.text, part) + (0.05 if f.confirmed_by else 0.0)
         scored.append(_Scored(relevance_ * authority.get(f.source_id, 1.0), relevance_, n, f))
     return [t for t in scored if t.relevance >= ANSWERS_PART]
+
+
+def _of_the_asked_year(leading: list[_Scored], asked: str) -> list[_Scored]:
+    """Sentences whose first figure is dated another year than the part asks about (its
+    own years, or its scope's: "For Brennick International Airport in 2025") go after the
+    others: 2024's 13.57 million passengers does not answer how many 2025 had, however
+    many of the part's words it shares, while the 2025 count stands in the facts."""
+    years = set(YEAR.findall(asked))
+    if not years:
+        return leading
+    other = [t for t in leading if (year := dated_year(t.fact.text)) is not None and year not in years]
+    return [*(t for t in leading if t not in other), *other] if len(other) < len(leading) else leading
 
 
 def _measured_first(leading: list[_Scored], part: str) -> list[_Scored]:

@@ -480,3 +480,24 @@ def test_a_chinese_sentence_about_another_province_is_another_subject():
     assert score.other_subject(other.text, parts[0]) and not score.other_subject(ours.text, parts[0], titles["B"])
     assert score.other_subject(aside.text, parts[0], titles["C"])  # its source is about 澄江省
     assert leads([other, ours], parts[0], score, titles, set()) == [ours]
+
+
+def test_a_count_dated_another_year_does_not_lead_a_part_its_scope_dates():
+    from briefroom.report.asking import dated_year
+    from briefroom.report.outline import Scorer, leads
+
+    earlier = "In 2024 the airport handled 13.57 million passengers, so traffic grew by 9.2% in 2025."
+    count = ("Brennick International Airport handled 14.82 million passengers in 2025, counting every arriving "
+             "and departing passenger once, and transfer passengers twice (once on arrival, once on departure), "
+             "as the international airport councils recommend.")
+    assert (dated_year(earlier), dated_year(count), dated_year("2024年末全市常住人口为505.6万人。")) == \
+        ("2024", None, "2024")
+    question = ("For Brennick International Airport in 2025: how many passengers did it handle, how much cargo, "
+                "how many aircraft movements were there, what share of departures left on time, and how did "
+                "passenger numbers compare with 2024?")
+    parts = question_parts(question)
+    confirmed = fact(earlier, "T").model_copy(update={"confirmed_by": ("critic",)})  # the Critic's bonus
+    facts = [confirmed, fact(count, "T")]
+    score = Scorer(question, parts, [f.text for f in facts])
+    assert leads(facts, parts[0], score, {}, set())[0].text == count  # the part names no year: its scope does
+    assert leads(facts, parts[4], score, {}, set())[0].text == earlier  # a comparison dates by either year
