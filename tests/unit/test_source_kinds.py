@@ -22,6 +22,10 @@ def record(title: str, text: str, sid: str = "S1") -> SourceRecord:
     ("Cloud spending forecast raised again (newswire item)", "A research firm raised its forecast.", "news"),
     ("Opinion: the boom is bigger than anyone admits", "Official registry counts are too low.", "opinion"),
     ("Why I think so", "By my own back-of-the-envelope estimate, Europe installed 2.9 million.", "opinion"),
+    ("Why the airport feels like it handles 20 million", 'Travel column, "Gate Notes", 9 September 2025\n\n'
+     "Anyone who queued at security will tell you.", "opinion"),
+    ("地铁为什么这么挤", "城市专栏，2025年9月\n\n早高峰的车厢里站满了人。", "opinion"),
+    ("Port traffic 2025", "The port authority's column of figures: 3.87 million TEU.", "unknown"),
     ("The best heat pump", "Sponsored. Our award-winning pump. Request a quote today.", "marketing"),
     ("Glossary of metrics", "Definitions of the terms used.", "reference"),
     ("Lentil soup", "Rinse the lentils.", "unknown"),
