@@ -368,10 +368,21 @@ class _PartWriter:
         claims: list[Claim] = []
         if found and not _says_figures_of(prose, found[0]):
             claims.append(quote(found[0]))
-        claims += [self.label.labelled(c) for c in prose[:self.shape.sentences_per_section]]
+        lead = found[0] if found else None
+        claims += [self._beside_the_lead(c, lead) for c in prose[:self.shape.sentences_per_section]]
         if not claims and found:
             claims.append(quote(found[0]))
         return claims
+
+    def _beside_the_lead(self, claim: Claim, lead: Fact | None) -> Claim:
+        """A sentence of the model's (or the quote that replaced it) labelled as a rival when
+        it gives other figures that measure something else than the lead's: a plan's
+        forecast the model wrote beside the measured count says it is a forecast, as the
+        rivals code places do."""
+        own = figures(claim.text)
+        if lead is not None and own and not own <= figures(lead.text) and measured_apart(claim.text, lead.text):
+            return self.label.beside(claim, lead)
+        return self.label.labelled(claim)
 
     def _with_rivals(self, claims: list[Claim], found: list[Fact]) -> list[Claim]:
         """Rival figures the claims do not give yet, each with who gives it; beside them

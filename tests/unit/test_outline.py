@@ -501,3 +501,16 @@ def test_a_count_dated_another_year_does_not_lead_a_part_its_scope_dates():
     score = Scorer(question, parts, [f.text for f in facts])
     assert leads(facts, parts[0], score, {}, set())[0].text == count  # the part names no year: its scope does
     assert leads(facts, parts[4], score, {}, set())[0].text == earlier  # a comparison dates by either year
+
+
+def test_a_forecast_the_model_wrote_beside_the_count_says_it_is_a_forecast():
+    count = "Brennick International Airport handled 14.82 million passengers in 2025."
+    plan = ("The master plan's central forecast expected Brennick International Airport to handle 17.5 million "
+            "passengers in 2025 and 24 million in 2035.")
+    question = "How many passengers did Brennick International Airport handle in 2025?"
+    draft = WriterDraft(title="Brennick", short_answer=Claim(text=count, source_ids=["T"]), sections=[
+        DraftSection(heading="Passengers", part=1, claims=[Claim(text=count, source_ids=["T"]),
+                                                           Claim(text=plan, source_ids=["P"])])])
+    report = outline(draft, [fact(count, "T"), fact(plan, "P")], question)
+    written = next(c for c in report.sections[0].claims if "17.5 million" in c.text)
+    assert written.attribution and "forecast" in written.attribution  # not standing as if it were measured
