@@ -191,7 +191,7 @@ REPEAT_PENALTY = 1.1
 # Where a tool-call reply ends at the latest on a local server. Qwen2.5-Coder-1.5B on
 # llama.cpp writes its call as a fenced JSON block and then newlines until the output
 # cap (llama.cpp does not penalise repeated newlines): 1,024 tokens, about 150 s on one
-# thread, for a call of 50. No call holds four newlines in a row; OpenAI's reasoning
+# thread, for a call of 60. No call holds four newlines in a row; OpenAI's reasoning
 # models refuse `stop`, and OpenAI returns real tool calls, so it is not sent there.
 TOOL_CALL_STOP = "\n\n\n\n"
 # A tool argument written under a grammar is cut at this length: a small model asked for

@@ -333,7 +333,8 @@ class _PartWriter:
         # a comparison answered only by a sentence an earlier part quotes ("与2024年相比各增加了
         # 多少" by "…1268万千瓦，比2024年底增加187万千瓦"): that sentence, which the report
         # then points back to, not "the documents do not say" while the answer stands above
-        # ("各": every earlier part's lead that gives its change on the year, in the parts' order)
+        # ("各": every part's own lead that gives its change on the year, in the parts' order;
+        # those an earlier section wrote are pointed back to)
         again = [] if found else list({f.text: f for f in [*([own] if own else []), *self.reserved.values()]
                                        if answers_comparison(f.text, part)}.values())
         if not found and not any(answers(c, part, self.score) for c in prose):

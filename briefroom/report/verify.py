@@ -117,9 +117,10 @@ def anchor(claim: Claim, source_texts: dict[str, str]) -> tuple[str, str] | None
     """(source id, sentence): the sentence of a cited source the claim rests on, if one
     shares at least `ANCHOR_WORDS` of its content words. Of those, the one holding most
     of the claim's figures, then one of the claim's years (or none: a bulletin's "at the
-    end of the year"), then most shared words: "2025年末常住人口为512.4万人" rests on
-    "年末全市常住人口512.4万人", not on "2024年末全市常住人口为505.6万人", which shares
-    more words and is about another year and another figure.
+    end of the year"), then most shared words: "In 2025 the airport handled 14.82 million
+    passengers, a 28% increase" rests on the traffic report's 14.82 million sentence, not
+    on its "In 2024 the airport handled 13.57 million passengers…", which shares more
+    words and gives another year's figure.
 
     A line that does not end as a sentence (a byline, a caption, a list item) counts only
     when it holds one of the claim's figures: "岚江省能源局 2021年9月印发" shares the
