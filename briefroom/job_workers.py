@@ -9,6 +9,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import re
 import signal
 import sys
 from typing import Any
@@ -77,8 +78,20 @@ class _OneLine(logging.Formatter):
         self._url = database_url
 
     def format(self, record: logging.LogRecord) -> str:
-        lines = record.getMessage().strip().splitlines() or [""]
+        message = record.getMessage()
+        if _DATABASE_LOST.search(message):
+            # procrastinate's own recovery (its listener, its pool) after a restart of the
+            # database: the same news as `_say_database_went_away`, whichever part noticed first
+            said = " ".join(message.replace("\\n", " ").split())[:200]
+            return scrub(f"worker {os.getpid()}: the database went away ({said}); the worker goes on and "
+                         "reconnects", self._url)
+        lines = message.strip().splitlines() or [""]
         return scrub(f"worker {os.getpid()}: {record.levelname.lower()}: {lines[0][:300]}", self._url)
+
+
+# What procrastinate and psycopg log when the database restarts or drops the connection.
+_DATABASE_LOST = re.compile(r"ConnectorException|Database error|server closed the connection|terminating connection|"
+                            r"connection (?:is )?(?:lost|closed|broken)", re.I)
 
 
 def _quiet_logs(database_url: str) -> None:
