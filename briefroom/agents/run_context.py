@@ -89,6 +89,11 @@ class RunMeter:
         """Raw tool outputs with the time they arrived (message timestamp scale)."""
         return tuple(self._transcript)
 
+    @property
+    def outputs_kept(self) -> int:
+        """How many raw tool outputs there are, without copying them (every node asks)."""
+        return len(self._transcript)
+
     def charge(self, tokens: int) -> None:
         """Add a call's tokens to the run's count."""
         with self._lock:
@@ -168,7 +173,7 @@ class RunContext:
     def ledger(self) -> "Ledger":
         """The run's counters, saved with each checkpoint (state channel `ledger`)."""
         return {"log_seq": self.log.seq, "tokens_used": self.meter.tokens_used,
-                "transcript": len(self.meter.transcript),
+                "transcript": self.meter.outputs_kept,
                 "model_calls": {role: h.calls for role, h in self.models.handles.items() if h.calls}}
 
     def restore(self, ledger: "Ledger") -> None:

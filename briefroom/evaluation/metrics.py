@@ -49,8 +49,8 @@ class ReportScore:
     # None: the scenario names no authoritative figure (only credibility traps must)
     short_answer_authoritative: bool | None = None
     # Cited sentences in the model's own words (neither quoted nor copied whole from a
-    # source), and those
-    # of them the checks above find supported: how much of the report is the team's prose.
+    # source), and those of them the checks above find supported: how much of the report
+    # is the team's prose.
     own_sentences: int = 0
     own_supported: int = 0
 
@@ -132,15 +132,16 @@ def _check_lines(body: str, mapping: dict[str, str], source_texts: dict[str, str
                  question: str) -> _LineCounts:
     counts = _LineCounts()
     everything = " ".join(source_texts[s] for s in retrieved if s in source_texts) + " " + question
+    flat_sources = {sid: _normal(text) for sid, text in source_texts.items()}  # once, not once per line
     for line in body.splitlines():
         text = _CITE.sub("", line).strip().lstrip("-#* ").strip()
         if text:
-            _check_line(line, text, mapping, source_texts, retrieved, everything, counts)
+            _check_line(line, text, mapping, source_texts, flat_sources, retrieved, everything, counts)
     return counts
 
 
-def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dict[str, str], retrieved: set[str],
-                everything: str, counts: _LineCounts) -> None:
+def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dict[str, str],
+                flat_sources: dict[str, str], retrieved: set[str], everything: str, counts: _LineCounts) -> None:
     """One body line: its citations, its numbers against its sources, its grounding."""
     ids = []
     for n in _CITE.findall(line):
@@ -158,7 +159,7 @@ def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dic
         grounded = max((grounding(text, source_texts[s]) for s in ids), default=0.0)
         supported = bool(ids) and not missing and grounded >= GROUNDING_THRESHOLD
         counts.supported += supported
-        if _own_words(text, [source_texts[s] for s in ids]):
+        if _own_words(text, [flat_sources[s] for s in ids]):
             counts.own += 1
             counts.own_supported += supported
 
@@ -166,12 +167,12 @@ def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dic
 def _own_words(text: str, cited: list[str]) -> bool:
     """The line is the model's prose: not a quote, and not a source sentence copied
     whole (which a model may do without the quotation marks); its label (" — *Source
-    (kind)*") is code's and not counted."""
+    (kind)*") is code's and not counted. `cited`: its sources' texts, `_normal`ised."""
     core = text.split(" — *", 1)[0].strip()
     if core.startswith(("“", '"', "「")):
         return False
     flat = _normal(core).rstrip(".。")
-    return not any(flat and flat in _normal(source) for source in cited)
+    return not any(flat and flat in source for source in cited)
 
 
 def _language_ok(body: str, language: str) -> bool:

@@ -28,7 +28,8 @@ _OMITTED_NOTE = {
 }
 
 
-def _bare(text: str) -> str:
+def bare_text(text: str) -> str:
+    """A sentence without the quotation marks a quote of it carries: one key for both."""
     return text.strip().strip("“”\"")
 
 
@@ -72,24 +73,24 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
     lines += [f"## {lab['short_answer']}", "", cite(draft.short_answer), ""]
     # The short answer may repeat a section's lead figure: the section still opens with it.
     written: dict[str, str] = {}  # a section's sentence -> the heading it was written under
-    summary = [c for c in draft.summary if c.text.strip() and _bare(c.text) != _bare(draft.short_answer.text)]
+    summary = [c for c in draft.summary if c.text.strip() and bare_text(c.text) != bare_text(draft.short_answer.text)]
     if summary:
         lines += [f"## {lab['summary']}", "", *prose(summary), ""]
     for section in draft.sections:
         # Models repeat themselves; a claim already made is not made again.
         fresh = []
         for claim in section.claims:
-            if _bare(claim.text) not in written:  # a quote of a sentence the model wrote is that sentence
-                written[_bare(claim.text)] = section.heading.strip()
+            if bare_text(claim.text) not in written:  # a quote of a sentence the model wrote is that sentence
+                written[bare_text(claim.text)] = section.heading.strip()
                 fresh.append(claim)
         if fresh:
             lines += [f"## {section.heading.strip()}", "", *prose(fresh), ""]
         elif section.claims:  # its answer was written under an earlier part: the part still has its section
-            where = dict.fromkeys(written[_bare(c.text)] for c in section.claims if _bare(c.text) in written)
+            where = dict.fromkeys(written[bare_text(c.text)] for c in section.claims if bare_text(c.text) in written)
             headings = lab["and"].join(f"“{heading}”" for heading in where)
             lines += [f"## {section.heading.strip()}", "", lab["see_above"].format(headings=headings), ""]
-    written[_bare(draft.short_answer.text)] = ""
-    figures = [c for c in draft.key_figures if _bare(c.text) not in written]
+    written[bare_text(draft.short_answer.text)] = ""
+    figures = [c for c in draft.key_figures if bare_text(c.text) not in written]
     if figures:
         lines += [f"## {lab['key_figures']}", ""]
         lines += [f"- {cite(claim)}" for claim in figures]

@@ -32,6 +32,7 @@ from briefroom.report.asking import (
     measured_apart,
 )
 from briefroom.report.checks import REPORT_WORDS
+from briefroom.report.draft import bare_text
 from briefroom.report.language import LABELS, question_scope, short_heading, whole_phrase
 from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, may_answer, part_leads
 from briefroom.report.source_kinds import SourceProfile
@@ -423,10 +424,10 @@ def _summary(model: list[Claim], short: Claim, sections: list[DraftSection], lim
     sections, and a quote no section weighed (a plan's target beside the measured figure)
     would stand there unlabelled."""
     named = set(content_words(title))
-    held = {c.text.strip().strip("“”") for s in sections for c in s.claims}
+    held = {bare_text(c.text) for s in sections for c in s.claims}
     chosen = [label.labelled(c) for c in model if c.text.strip() and c.source_ids
               and not set(content_words(c.text)) <= named
-              and (not c.text.lstrip().startswith("“") or c.text.strip().strip("“”") in held)]
+              and (not c.text.lstrip().startswith("“") or bare_text(c.text) in held)]
     if not chosen:
         chosen = [next(c for c in s.claims) for s in sections[1:] if s.claims and s.claims[0].source_ids]
         chosen = [c.model_copy(update={"attribution": None}) if c.attribution and not label.unverified(c) else c
