@@ -19,13 +19,14 @@ from types import SimpleNamespace
 
 from briefroom.agents.base import Turn
 from briefroom.agents.registry import bus_for, discover
+from briefroom.agents.report_message import REPORT, ReportMessage
 from briefroom.agents.run_context import RunContext
 from briefroom.graph.builder import round_end
 from briefroom.llm import ModelHandle, ModelPool
 from briefroom.models.deterministic import DeterministicChatModel
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.messages import MsgType, Priority, make_message
-from briefroom.protocol.payloads import Critique, PayloadModel, ReportMessage
+from briefroom.protocol.payloads import Critique, PayloadModel
 from briefroom.protocol.prompt_assembly import Item, mark_data
 from briefroom.records import Charter, Claim, DraftSection, Fact, ReportDraft
 from briefroom.runlog import RunLog
@@ -49,12 +50,11 @@ def tool_output(round_no: int, k: int) -> str:
     return json.dumps({"hits": hits}, indent=1)
 
 
-
 def sample_payload(msg_type: MsgType, content: str) -> PayloadModel | None:
     """A minimal valid payload for a simulated message (what a real role would attach)."""
     if msg_type is MsgType.CRITIQUE:
         return Critique(kind="review")
-    if msg_type is MsgType.REPORT:
+    if msg_type is REPORT:
         claim = Claim(text="A simulated claim.", source_ids=[])
         draft = ReportDraft(title="Draft report", short_answer=claim,
                             sections=[DraftSection(heading="Findings", claims=[claim])])
@@ -127,7 +127,7 @@ class Simulation:
         self.publish("critic", MsgType.CRITIQUE, f"Round {r}: 2 conclusions accepted. " + "Check units. " * 10,
                      receiver="writer", priority=Priority.P1)
         tokens["writer"] = self.prompt("writer")
-        self.publish("writer", MsgType.REPORT, "Draft report. " + "A paragraph of prose about growth. " * 40,
+        self.publish("writer", REPORT, "Draft report. " + "A paragraph of prose about growth. " * 40,
                      receiver="critic", priority=Priority.P2)
         update = round_end(self.state, SimpleNamespace(context=self.ctx), self.roles, self.bus)
         self.state["whiteboard"] = update["whiteboard"].value

@@ -13,11 +13,12 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
+from briefroom.agents.report_message import REPORT, ReportMessage
 from briefroom.events import MemoryReuse, ReportAccepted, ReportRepair
 from briefroom.memory.reading import backs, memory_item, memory_reader, remembered_fact
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
-from briefroom.protocol.payloads import Conclusion, Critique, ReportMessage
+from briefroom.protocol.payloads import Conclusion, Critique
 from briefroom.records import DEFAULT_CRITERIA, Claim, Fact, Report, ReportDraft
 from briefroom.report.checks import (
     claim_problems,
@@ -273,7 +274,7 @@ def step(turn: Turn) -> None:
     conclusions = turn.unread_of(MsgType.CONCLUSION)
     if conclusions and not turn.finishing:  # finishing: no more model calls for the Critic
         review_conclusions(turn, conclusions)
-    reports = turn.unread_of(MsgType.REPORT)
+    reports = turn.unread_of(REPORT)
     if reports:
         review_report(turn, reports[-1])
 
@@ -281,7 +282,7 @@ def step(turn: Turn) -> None:
 ROLE = Role(
     name="critic",
     prompt="critic.md",
-    subscriptions=(Subscription(msg_type=MsgType.CONCLUSION), Subscription(msg_type=MsgType.REPORT)),
+    subscriptions=(Subscription(msg_type=MsgType.CONCLUSION), Subscription(msg_type=REPORT)),
     capabilities=("check",),
     publications=(MsgType.CRITIQUE,),
     step=step,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 
 from briefroom.agents.base import Role, Turn
+from briefroom.agents.report_message import REPORT, ReportMessage
 from briefroom.errors import ContractError
 from briefroom.events import Fallback, MemoryReuse, ReportRepair
 from briefroom.memory.reading import memory_item, memory_reader, remembered_fact, unused_facts
@@ -23,7 +24,7 @@ from briefroom.prompts import load_template, render
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.extraction import content_words, numbers_in, statements
 from briefroom.protocol.messages import MsgType, Priority
-from briefroom.protocol.payloads import Answer, Critique, Question, ReportMessage
+from briefroom.protocol.payloads import Answer, Critique, Question
 from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.records import Claim, DraftSection, Fact, Report, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.draft import render_markdown
@@ -326,7 +327,7 @@ def step(turn: Turn) -> None:
     markdown, cited = render_markdown(report, sources, footer=footer, language=language)
     revision = turn.state.get("revisions", 0)
     turn.extra["report"] = Report(markdown=markdown, cited_sources=tuple(cited), round=turn.round, revision=revision)
-    turn.publish(MsgType.REPORT, f"Report draft (revision {revision}): {report.title}", to="check",
+    turn.publish(REPORT, f"Report draft (revision {revision}): {report.title}", to="check",
                  references=cited, payload=ReportMessage(draft=report, markdown=markdown, footer=footer))
 
 
@@ -336,7 +337,7 @@ ROLE = Role(
     subscriptions=(Subscription(msg_type=MsgType.CONCLUSION), Subscription(msg_type=MsgType.CRITIQUE),
                    Subscription(msg_type=MsgType.ANSWER)),
     capabilities=("draft",),
-    publications=(MsgType.REPORT, MsgType.QUESTION),
+    publications=(REPORT, MsgType.QUESTION),
     step=step,
     after=("check",),
     finishing_duty="draft",

@@ -29,7 +29,6 @@ from briefroom.protocol.payloads import (
     Critique,
     Instruction,
     Question,
-    ReportMessage,
     registered_payloads,
 )
 from briefroom.protocol.redaction import holds_secret, redact_deep
@@ -52,7 +51,7 @@ from briefroom.records import (
 # still reads back.
 STATE_TYPES = (Charter, Worktable, Fact, Passage, SourceRecord, Report, AgentMessage, Header, Body, Metadata,
                MsgType, Priority, ArchivePolicy, RoundRecord, RoundSummary, SummaryPoint,
-               Instruction, ArtifactRef, Conclusion, Critique, Question, Answer, ReportMessage, ReportDraft,
+               Instruction, ArtifactRef, Conclusion, Critique, Question, Answer, ReportDraft,
                DraftSection, Claim)
 
 

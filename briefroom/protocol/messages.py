@@ -40,7 +40,6 @@ class MsgType(str):
 
     INSTRUCTION: ClassVar[MsgType]
     CONCLUSION: ClassVar[MsgType]
-    REPORT: ClassVar[MsgType]
     CRITIQUE: ClassVar[MsgType]
     QUESTION: ClassVar[MsgType]
     ANSWER: ClassVar[MsgType]
@@ -83,9 +82,9 @@ def message_types() -> tuple[MsgType, ...]:
     return tuple(MsgType.of(type_name(c)) for c in registered_payloads())
 
 
-MsgType.INSTRUCTION, MsgType.CONCLUSION, MsgType.REPORT = (MsgType.of(n) for n in ("instruction", "conclusion",
-                                                                                "report"))
-MsgType.CRITIQUE, MsgType.QUESTION, MsgType.ANSWER = (MsgType.of(n) for n in ("critique", "question", "answer"))
+MsgType.INSTRUCTION, MsgType.CONCLUSION, MsgType.CRITIQUE = (MsgType.of(n) for n in ("instruction", "conclusion",
+                                                                                  "critique"))
+MsgType.QUESTION, MsgType.ANSWER = (MsgType.of(n) for n in ("question", "answer"))
 
 
 class ArchivePolicy(str, Enum):
@@ -199,14 +198,10 @@ def make_message(
     if payload.type != msg_type.value:
         raise ValueError(f"a {msg_type.value} message cannot carry a {payload.type} payload")
     body = Body(content=content, payload=payload, references=tuple(references))
-    policy = archive_policy or _ARCHIVE_OF.get(msg_type, ArchivePolicy.SUMMARIZE)
+    policy = archive_policy or ArchivePolicy(type(payload).archive_policy)
     return AgentMessage(header=header, body=body,
                         metadata=Metadata(ttl_rounds=ttl_rounds, priority=priority, archive_policy=policy))
 
-
-# A task keeps its identity for the whole run (lineage, versions): archived verbatim.
-# A report draft lives on in the state's `report` and in the run log: not archived.
-_ARCHIVE_OF = {MsgType.INSTRUCTION: ArchivePolicy.ARCHIVE, MsgType.REPORT: ArchivePolicy.DISCARD}
 
 # The payload a message of each type carries when its sender adds nothing.
 _PAYLOAD_OF: dict[MsgType, type[Instruction] | type[Conclusion]] = {MsgType.INSTRUCTION: Instruction, MsgType.CONCLUSION: Conclusion}

@@ -6,18 +6,18 @@ typed fields instead of guessing dictionary keys.
 
 The set of message types is open: a payload class registered with `register_payload`
 makes its type publishable, routable, loggable and checkpointable. The types below are
-the ones the framework itself reads (task envelopes, findings and their summaries,
-reviews, questions and answers, report drafts); a role that publishes a kind of message
-of its own registers its payload in its own file, beside the role.
+the ones the framework itself reads (task envelopes, findings the round summaries and
+the memory gates read, reviews the bus ranks first, questions asked of a capability and
+their answers); a role that publishes a kind of message of its own registers its payload
+in its own file, beside the role (the Writer's report drafts: `agents/writer.py`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from importlib.metadata import entry_points
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SerializeAsAny
-
-from briefroom.records import ReportDraft
 
 
 class PayloadModel(BaseModel):
@@ -25,6 +25,9 @@ class PayloadModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: str
+    # What becomes of a message of this type when it leaves the whiteboard (the values of
+    # `messages.ArchivePolicy`): a payload class declares it, so no table lists the types.
+    archive_policy: ClassVar[Literal["summarize", "archive", "discard"]] = "summarize"
 
 
 PM = TypeVar("PM", bound=type[PayloadModel])
@@ -59,9 +62,23 @@ def _origin(cls: type) -> tuple[str, str]:
     return cls.__module__, cls.__qualname__
 
 
+# The entry-point group through which a package names the payload classes it registers
+# (`name = "module:Class"`, the name being the message type). A process that reads a
+# run log or a message it never built (inspect, the run page, the workbench) loads the
+# class from there instead of failing on a type whose role it never imported.
+PAYLOAD_ENTRY_POINTS = "briefroom.payloads"
+_LOOKED_UP: set[str] = set()
+
+
 def payload_class(name: str) -> type[PayloadModel] | None:
-    """The payload class registered for a message type, if any."""
-    return _REGISTERED.get(str(name))
+    """The payload class registered for a message type: registered in this process, or
+    named by an installed package's `briefroom.payloads` entry point (loaded once)."""
+    key = str(name)
+    if key not in _REGISTERED and key not in _LOOKED_UP:
+        _LOOKED_UP.add(key)
+        for point in entry_points(group=PAYLOAD_ENTRY_POINTS, name=key):
+            point.load()  # importing the class's module registers it
+    return _REGISTERED.get(key)
 
 
 def registered_payloads() -> tuple[type[PayloadModel], ...]:
@@ -73,13 +90,13 @@ def _payload_from(value: Any) -> PayloadModel:
     """A message body's payload, from a payload object or its dictionary (a log line, a
     checkpoint): rebuilt as the class its `type` is registered to, never another."""
     if isinstance(value, PayloadModel):
-        held = _REGISTERED.get(value.type)
+        held = payload_class(value.type)
         if held is None or _origin(held) != _origin(type(value)):
             raise ValueError(f"payload {type(value).__name__} of type {value.type!r} is not registered "
                              "(see briefroom.protocol.payloads.register_payload)")
         return value
     if isinstance(value, dict):
-        cls = _REGISTERED.get(str(value.get("type")))
+        cls = payload_class(str(value.get("type")))
         if cls is None:
             known = ", ".join(sorted(_REGISTERED))
             raise ValueError(f"unknown payload type {value.get('type')!r}: registered are {known}")
@@ -117,6 +134,8 @@ class Instruction(PayloadModel):
     only the fields it declares (`Role.task_fields`)."""
 
     type: Literal["instruction"] = "instruction"
+    # A task keeps its identity for the whole run (lineage, versions): archived verbatim.
+    archive_policy: ClassVar[Literal["summarize", "archive", "discard"]] = "archive"
     task_id: str | None = Field(default=None, description="'t0' is the user's goal; 't<round>.<n>' a sub-task")
     version: int = Field(default=1, ge=1, description="bumped when the same task is handed out again")
     lineage: tuple[str, ...] = Field(default=(), description="parent task id first, up to the root")
@@ -182,14 +201,3 @@ class Answer(PayloadModel):
     question: str = Field(description="the question's text, as asked")
     answered: bool = Field(description="False: the answerer found nothing that holds up")
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
-
-
-@register_payload
-class ReportMessage(PayloadModel):
-    """A report draft for review: the structured draft, its Markdown and its footer."""
-
-    type: Literal["report"] = "report"
-    draft: ReportDraft
-    markdown: str
-    footer: str = ""
-

@@ -3,6 +3,7 @@ archive policy decides what the state keeps when it leaves the board."""
 
 from __future__ import annotations
 
+from briefroom.agents.report_message import REPORT
 from briefroom.config import Settings
 from briefroom.events import BusMessage, RoundEnd, RoundSummaryEvent, read_events
 from briefroom.protocol.messages import ArchivePolicy, MsgType
@@ -46,7 +47,7 @@ def test_archive_policies_decide_what_the_state_keeps(small_corpus, data_dir, tm
     ends = [e for e in events if isinstance(e, RoundEnd)]
     discarded = {i for e in ends for i in e.discarded}
     expired = {i for e in ends for i in e.expired}
-    reports = {i for i, m in messages.items() if m.header.msg_type is MsgType.REPORT}
+    reports = {i for i, m in messages.items() if m.header.msg_type is REPORT}
     assert reports & expired and reports & expired <= discarded  # drafts leave no copy in the archive
     assert all(messages[i].metadata.archive_policy is ArchivePolicy.DISCARD for i in discarded)
     summarized = {i for e in events if isinstance(e, RoundSummaryEvent) for i in e.replaced}

@@ -151,3 +151,75 @@ def test_a_logged_message_of_an_unknown_type_is_refused():
     data["header"]["msg_type"] = data["body"]["payload"]["type"] = "forged"
     with pytest.raises(ValidationError, match="unknown payload type 'forged'"):
         AgentMessage.model_validate(data)
+
+
+def test_a_payload_class_declares_what_becomes_of_its_messages():
+    """Archiving is declared by the payload, not listed by type in the protocol: a role's
+    own type kept verbatim is archived, the Writer's drafts are discarded, the rest summarised."""
+    from typing import ClassVar, Literal
+
+    from briefroom.agents.report_message import REPORT
+    from briefroom.protocol.messages import ArchivePolicy
+
+    @register_payload
+    class Ledger(PayloadModel):
+        type: Literal["ledger_entry"] = "ledger_entry"
+        archive_policy: ClassVar[Literal["summarize", "archive", "discard"]] = "archive"
+
+    def policy(msg_type: MsgType, payload: PayloadModel | None = None) -> ArchivePolicy:
+        return make_message(sender="x", msg_type=msg_type, content="x", round=1, seq=1,
+                            payload=payload).metadata.archive_policy
+
+    from bench.context import sample_payload
+
+    assert policy(MsgType.of("ledger_entry"), Ledger()) is ArchivePolicy.ARCHIVE
+    assert policy(REPORT, sample_payload(REPORT, "draft")) is ArchivePolicy.DISCARD
+    assert policy(MsgType.INSTRUCTION) is ArchivePolicy.ARCHIVE
+    assert policy(MsgType.CONCLUSION) is ArchivePolicy.SUMMARIZE
+
+
+def test_a_process_that_never_imported_the_writer_reads_its_report_messages():
+    """inspect, the run page and the workbench read logs without building a team: the
+    report payload's class comes from the package's `briefroom.payloads` entry point."""
+    import json
+    import subprocess
+
+    from bench.context import sample_payload
+    from briefroom.agents.report_message import REPORT
+
+    message = make_message(sender="writer", msg_type=REPORT, content="draft", round=1, seq=0,
+                           payload=sample_payload(REPORT, "a report draft"))
+    reader = ("import json, sys\n"
+              "from briefroom.protocol.messages import AgentMessage\n"
+              "before = 'briefroom.agents.report_message' in sys.modules\n"
+              "message = AgentMessage.model_validate(json.loads(sys.stdin.read()))\n"
+              "print(before, type(message.body.payload).__module__, message.body.payload.markdown[:20])\n")
+    done = subprocess.run([sys.executable, "-c", reader], input=json.dumps(message.model_dump(mode="json")),
+                          capture_output=True, text=True, check=True)
+    before, module, markdown = done.stdout.split(" ", 2)
+    assert (before, module) == ("False", "briefroom.agents.report_message")
+    assert markdown.strip() == message.body.payload.markdown[:20].strip()
+
+
+def test_a_plugin_names_its_payload_through_an_entry_point(tmp_path, monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    import briefroom.protocol.payloads as payloads
+
+    (tmp_path / "tally_plugin.py").write_text(
+        "from typing import Literal\n"
+        "from briefroom.protocol.payloads import PayloadModel, register_payload\n\n"
+        "@register_payload\n"
+        "class Tally(PayloadModel):\n"
+        "    type: Literal['tally'] = 'tally'\n"
+        "    count: int\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    points = [EntryPoint(name="tally", value="tally_plugin:Tally", group=payloads.PAYLOAD_ENTRY_POINTS)]
+    monkeypatch.setattr(payloads, "entry_points",
+                        lambda group, name: [p for p in points if p.group == group and p.name == name])
+    data = {"header": {"msg_id": "m1", "sender": "counter", "msg_type": "tally", "round": 1},
+            "body": {"content": "3 things", "payload": {"type": "tally", "count": 3}}}
+    message = AgentMessage.model_validate(data)
+    assert type(message.body.payload).__name__ == "Tally" and message.body.payload.count == 3
+    with pytest.raises(ValidationError, match="unknown payload type 'nobody_ships_this'"):
+        AgentMessage.model_validate({**data, "body": {"content": "x", "payload": {"type": "nobody_ships_this"}}})

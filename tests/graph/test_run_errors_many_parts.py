@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+from briefroom.agents.report_message import ReportMessage
 from briefroom.cli import app
 from briefroom.config import Settings
 from briefroom.events import BusMessage, RunEnd, read_events
-from briefroom.protocol.payloads import ReportMessage
 from briefroom.records import MAX_PARTS, MAX_SECTIONS, Claim, DraftSection, ReportDraft, WriterDraft
 from briefroom.run import ResearchRequest, run_research
 from tests.conftest import SCENARIOS

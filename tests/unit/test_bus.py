@@ -3,6 +3,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.context import sample_payload
+from briefroom.agents.report_message import REPORT
 from briefroom.protocol.bus import Bus, RoutingError, Subscription
 from briefroom.protocol.messages import MsgType, make_message
 from briefroom.state.reducers import append_messages
@@ -16,11 +17,11 @@ def bus():
 def _bus():
     return Bus(
         {"planner": [Subscription(msg_type=MsgType.CRITIQUE, senders=("critic",))],
-         "critic": [Subscription(msg_type=MsgType.CONCLUSION), Subscription(msg_type=MsgType.REPORT)],
+         "critic": [Subscription(msg_type=MsgType.CONCLUSION), Subscription(msg_type=REPORT)],
          "writer": [Subscription(msg_type=MsgType.CONCLUSION, senders=("searcher",)),
                     Subscription(msg_type=MsgType.CRITIQUE, senders=("critic",))],
          "searcher": []},
-        {"searcher": [MsgType.CONCLUSION], "critic": [MsgType.CRITIQUE], "writer": [MsgType.REPORT],
+        {"searcher": [MsgType.CONCLUSION], "critic": [MsgType.CRITIQUE], "writer": [REPORT],
          "planner": [MsgType.INSTRUCTION]},
     )
 
@@ -49,7 +50,7 @@ def test_sender_filter(bus):
 def test_inbox_hides_superseded_and_unrouted(bus):
     old = m("searcher", MsgType.CONCLUSION, 0)
     new = m("searcher", MsgType.CONCLUSION, 1, supersedes=old.msg_id)
-    report = m("writer", MsgType.REPORT, 2, receiver="critic")
+    report = m("writer", REPORT, 2, receiver="critic")
     board = [old, new, report]
     assert [x.msg_id for x in bus.inbox("writer", board)] == [new.msg_id]
     assert [x.msg_id for x in bus.inbox("critic", board)] == [new.msg_id, report.msg_id]
@@ -63,7 +64,7 @@ def test_unread_respects_read_cursor(bus):
 
 def test_publishing_undeclared_type_fails(bus):
     with pytest.raises(RoutingError, match="does not declare"):
-        bus.check_publish(m("searcher", MsgType.REPORT, 0, receiver="critic"))
+        bus.check_publish(m("searcher", REPORT, 0, receiver="critic"))
 
 
 def test_publishing_to_nobody_fails(bus):
@@ -86,8 +87,8 @@ def test_incremental_inbox_matches_a_full_scan_as_the_board_grows_and_shrinks(st
     for grow, shrink, read in steps:
         for _ in range(grow):
             seq += 1
-            kind = [MsgType.CONCLUSION, MsgType.REPORT, MsgType.CRITIQUE][seq % 3]
-            sender = {MsgType.CONCLUSION: "searcher", MsgType.REPORT: "writer", MsgType.CRITIQUE: "critic"}[kind]
+            kind = [MsgType.CONCLUSION, REPORT, MsgType.CRITIQUE][seq % 3]
+            sender = {MsgType.CONCLUSION: "searcher", REPORT: "writer", MsgType.CRITIQUE: "critic"}[kind]
             # every seventh message supersedes the newest message on the board
             old = board[-1].msg_id if board and seq % 7 == 0 else None
             superseded.add(old)

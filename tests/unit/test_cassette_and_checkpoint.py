@@ -143,3 +143,19 @@ def test_every_type_the_state_can_hold_is_on_the_checkpoint_allow_list():
     for annotation in typing.get_type_hints(AgentState, include_extras=True).values():
         walk(annotation)
     assert found and found - set(allowed_types()) == set()
+
+
+def test_a_checkpoint_names_a_payload_by_its_type_not_its_class():
+    """A message's payload is written as its fields and read back by its `type` through
+    the registry: a checkpoint never names the payload's module, so a payload class can
+    move to the role that registers it and older checkpoints still resume."""
+    from bench.context import sample_payload
+    from briefroom.agents.report_message import REPORT, ReportMessage
+
+    message = make_message(sender="writer", msg_type=REPORT, content="draft", round=1, seq=0,
+                           payload=sample_payload(REPORT, "a report draft"))
+    serde = serializer()
+    blob = serde.dumps_typed({"whiteboard": [message]})
+    assert b"ReportMessage" not in blob[1] and b"report_message" not in blob[1] and b"payloads" not in blob[1]
+    back = serde.loads_typed(blob)
+    assert back["whiteboard"] == [message] and isinstance(back["whiteboard"][0].body.payload, ReportMessage)

@@ -96,7 +96,7 @@ def test_roles_lists_builtin_and_plugin_roles(tmp_path):
         "from briefroom.agents.base import Role\n"
         "from briefroom.protocol.bus import Subscription\n"
         "from briefroom.protocol.messages import MsgType\n"
-        "ROLE = Role(name='echo', prompt='planner.md', subscriptions=(Subscription(msg_type=MsgType.REPORT),),\n"
+        "ROLE = Role(name='echo', prompt='planner.md', subscriptions=(Subscription(msg_type=MsgType.of('report')),),\n"
         "            publications=(), step=lambda turn: None, description='echoes')\n")
     result = runner.invoke(app, ["roles", "--roles-dir", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output

@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage
 
 from briefroom.agents.base import Turn
 from briefroom.agents.registry import bus_for, discover
+from briefroom.agents.report_message import REPORT, ReportMessage
 from briefroom.agents.run_context import RunContext
 from briefroom.events import MemoryRead, MemoryReuse
 from briefroom.llm import ModelHandle, ModelPool
@@ -22,7 +23,7 @@ from briefroom.memory.store import MemoryStore
 from briefroom.memory.zones import FactRow
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.messages import MsgType, make_message
-from briefroom.protocol.payloads import Conclusion, Critique, ReportMessage
+from briefroom.protocol.payloads import Conclusion, Critique
 from briefroom.records import Charter, Fact, Passage, SourceRecord
 from briefroom.report.language import LABELS
 from briefroom.runlog import RunLog
@@ -38,7 +39,6 @@ DOCS = {S_MARKET: SimpleNamespace(text=f"Cloud market outlook. {SPENDING} Buyers
                                        f"{GROWTH}", title="Provider growth", path="growth.md")}
 QUESTION = "How big will public cloud spending be in 2026, and which provider grew fastest?"
 NOT_SAID = LABELS["en"]["not_said"]
-
 
 
 
@@ -190,7 +190,7 @@ def writer_turn(state: dict, tools: dict, model: ScriptedChatModel) -> Turn:
 
 
 def report_of(turn: Turn) -> ReportMessage:
-    (message,) = [m for m in turn.published if m.header.msg_type == MsgType.REPORT]
+    (message,) = [m for m in turn.published if m.header.msg_type == REPORT]
     return message.payload_as(ReportMessage)
 
 

@@ -12,6 +12,7 @@ import pytest
 from briefroom.agents.base import Role, Turn
 from briefroom.agents.critic import states
 from briefroom.agents.registry import builtin_roles, bus_for, speaking_order
+from briefroom.agents.report_message import REPORT
 from briefroom.errors import ConfigError
 from briefroom.graph.routing import next_speaker
 from briefroom.protocol.bus import Bus, Subscription
@@ -39,7 +40,7 @@ def test_guards_sit_between_what_they_guard_and_its_readers_and_declare_their_or
     team = builtin_roles()
     checker = role("checker", MsgType.CONCLUSION, guards=(MsgType.CONCLUSION,))
     rewriter = role("rewriter", MsgType.CONCLUSION, guards=(MsgType.CONCLUSION,), before=(MsgType.CONCLUSION,))
-    listener = role("listener", MsgType.REPORT, publishes=())
+    listener = role("listener", REPORT, publishes=())
     ordered = names(speaking_order([*team, checker, rewriter, listener]))
     assert ordered == ["planner", "searcher", "rewriter", "checker", "critic", "writer", "listener"]
     # without a declaration between them, the guards keep the order they were found in
@@ -75,7 +76,7 @@ def test_a_message_passes_several_guards_in_order_then_reaches_the_readers():
 
 def test_while_finishing_a_guard_holding_messages_passes_them_on_before_the_draft():
     guard = role("guard", MsgType.CONCLUSION, guards=(MsgType.CONCLUSION,))
-    drafter = role("drafter", MsgType.CONCLUSION, publishes=(MsgType.REPORT,), finishing_duty="draft")
+    drafter = role("drafter", MsgType.CONCLUSION, publishes=(REPORT,), finishing_duty="draft")
     roles = [guard, drafter]
     bus = bus_for(roles)
     held = conclusion("searcher", "x", 0)
