@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from briefroom.agents.role import Role
+from briefroom.agents.run_context import RunContext
 from briefroom.errors import ConfigError
 from briefroom.prompts import load_template, render
+from briefroom.protocol.bus import InboxView
 from briefroom.protocol.extraction import content_words, relevance, sentences
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
 from briefroom.protocol.payloads import Instruction
@@ -29,11 +32,30 @@ from briefroom.protocol.prompt_assembly import (
     Section,
     mark_data,
 )
-from briefroom.records import Fact
+from briefroom.records import Charter, Fact, Worktable
 from briefroom.report.language import LABELS, charter_language
+from briefroom.state.schema import AgentState
 
-if TYPE_CHECKING:
-    from briefroom.agents.base import Turn
+
+class PromptTurn(Protocol):
+    """What building a prompt uses of a role's turn (`agents/base.Turn` is one): named
+    here so this module needs nothing of the machinery that calls it."""
+
+    @property
+    def role(self) -> Role: ...
+    @property
+    def ctx(self) -> RunContext: ...
+    @property
+    def state(self) -> AgentState: ...
+    @property
+    def view(self) -> InboxView: ...
+    @property
+    def charter(self) -> Charter: ...
+    @property
+    def worktable(self) -> Worktable: ...
+    @property
+    def published(self) -> list[AgentMessage]: ...
+
 
 MAX_NOTES = 8
 # Only the newest messages compete for whiteboard space (P0 always does): a prompt
@@ -57,7 +79,7 @@ def render_charter(charter) -> str:
     return "\n".join(lines)
 
 
-def stable_sections(turn: "Turn", schema: dict | None, tools: list[dict] | None) -> list[Section]:
+def stable_sections(turn: PromptTurn, schema: dict | None, tools: list[dict] | None) -> list[Section]:
     """Role, charter, tools, output format: identical bytes on every call of a role."""
     if turn.role.prompt is None:
         raise ConfigError(f"role {turn.role.name!r} asked a model but declares no prompt file (Role.prompt)")
@@ -193,7 +215,7 @@ def focus_items(facts: list[Fact], task: str) -> list[Item]:
                  + mark_data("facts", lines), Priority.P1, 0, 1.0)]
 
 
-def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fact], schema: dict | None,
+def layered_prompt(turn: PromptTurn, task: str, material: list[Item], facts: list[Fact], schema: dict | None,
                    tools: list[dict] | None, budget: int) -> BuiltPrompt:
     table = turn.worktable
     # notes quote questions and passages the role read: data, like what they came from
@@ -246,7 +268,7 @@ def layered_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fa
     return builder.build(stable_sections(turn, schema, tools), dynamic, task_section, prefiltered)
 
 
-def naive_prompt(turn: "Turn", task: str, material: list[Item], facts: list[Fact], schema: dict | None,
+def naive_prompt(turn: PromptTurn, task: str, material: list[Item], facts: list[Fact], schema: dict | None,
                  tools: list[dict] | None, budget: int) -> BuiltPrompt:
     """Everything, to everyone, in arrival order; only the model's window limits it."""
     history = [*turn.state.get("archive", []), *turn.state.get("whiteboard", []), *turn.published]

@@ -15,25 +15,43 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from briefroom.agents.model_calls import check_run_budget
+from briefroom.agents.model_calls import CallLog, check_run_budget
+from briefroom.agents.role import Role
 from briefroom.agents.run_context import RunContext
 from briefroom.agents.structured import MAX_CONTRACT_RETRIES
 from briefroom.errors import ConfigError, EngineeringFailure
 from briefroom.events import BudgetStop, ContractErrorEvent, ToolCall, ToolResult
 from briefroom.protocol.calls import normalize_calls, run_calls
 from briefroom.protocol.envelope import envelope
-from briefroom.protocol.prompt_assembly import mark_data
+from briefroom.protocol.prompt_assembly import BuiltPrompt, mark_data
 from briefroom.protocol.tools import Tool, ToolOutcome, run_tool
 
-if TYPE_CHECKING:
-    from briefroom.agents.base import Turn
+
+class ToolTurn(Protocol):
+    """What the tool loop uses of a role's turn (`agents/base.Turn` is one): named here
+    so this module needs nothing of the machinery that calls it."""
+
+    @property
+    def role(self) -> Role: ...
+    @property
+    def ctx(self) -> RunContext: ...
+    @property
+    def calls(self) -> CallLog: ...
+    @property
+    def worker(self) -> str: ...
+    @property
+    def round(self) -> int: ...
+    @property
+    def finishing(self) -> bool: ...
+    def clock(self) -> float: ...
+    def build_prompt(self, task: str, *, tools: list[dict] | None = None) -> BuiltPrompt: ...
 
 
-def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
+def use_tools(turn: ToolTurn, task: str, max_turns: int = 3) -> list[ToolOutcome]:
     """Let the model call this role's tools; every result goes through the envelope.
 
     Calls of one reply run in parallel and each result goes back with its own call.
@@ -109,7 +127,7 @@ def use_tools(turn: "Turn", task: str, max_turns: int = 3) -> list[ToolOutcome]:
     return outcomes
 
 
-def code_call(turn: "Turn", tool_name: str, call_id: str, args: dict[str, Any], task: str) -> ToolOutcome:
+def code_call(turn: ToolTurn, tool_name: str, call_id: str, args: dict[str, Any], task: str) -> ToolOutcome:
     """A tool call code makes on the role's behalf (a fallback search, the whole
     question's search, a page nobody opened), run and logged as the model's calls are:
     the run log, the run page and the memory gates see every tool result either way."""
