@@ -434,14 +434,14 @@ def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str |
 
 def _openai_chat(model: str, base_url: str | None, api_key: str, settings: Settings,
                  max_tokens: int | None = None, cache_key: str | None = None) -> BaseChatModel:
-    import httpx
     from langchain_openai import ChatOpenAI
+    from openai import Timeout  # the client's own class: openai 3.63 refuses another library's
 
-    # Streamed, so the timeout that matters is the wait between two chunks (httpx's read
+    # Streamed, so the timeout that matters is the wait between two chunks (the read
     # timeout): a call still producing tokens on a slow machine is never cut, a call that
     # produces nothing for `idle_timeout` seconds is. A server that hangs before its
     # first byte is caught the same way.
-    timeout = httpx.Timeout(connect=30.0, read=settings.idle_timeout, write=60.0, pool=60.0)
+    timeout = Timeout(connect=30.0, read=settings.idle_timeout, write=60.0, pool=60.0)
     return ChatOpenAI(model=model, base_url=base_url, api_key=SecretStr(api_key), temperature=settings.temperature,
                       timeout=timeout, max_retries=2, streaming=True, stream_usage=True,
                       max_completion_tokens=max_tokens,
