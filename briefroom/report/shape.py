@@ -173,16 +173,36 @@ def place_sentences(grouped: list[list[DraftSection]], parts: list[str], score: 
     return placed
 
 
+def grounded_phrase(text: str, vocabulary: frozenset[str] | None) -> bool:
+    """A heading or title is a phrase (no sentence: it does not end as one, "Adopted by the
+    Port Authority on June 6, 2019." is a source's byline) of words the question or the
+    run's sources use: a word found in neither ("Songtang", or 情决 in "人口情决等") was made
+    up by the model. `vocabulary` None: no sources to hold it to (only the phrase rule)."""
+    if text.rstrip().endswith((".", "。", "!", "！")):
+        return False
+    return vocabulary is None or content_words(text) - _GENERIC <= vocabulary
+
+
+def vocabulary_of(question: str, facts: list[Fact], sources: dict[str, SourceRecord]) -> frozenset[str]:
+    """The words a heading or title may use: the question's, and those of the retrieved
+    sources' titles, passages and verbatim sentences."""
+    texts = [question, *(f.text for f in facts)]
+    for record in sources.values():
+        texts += [record.title, *(p.text for p in record.passages)]
+    return frozenset(content_words("\n".join(texts)))
+
+
 def heading_of(model_headings: list[str], part: str, question: str, fallback: str = "Findings",
-               taken: frozenset[str] = frozenset()) -> str:
-    """The model's heading when it is a whole phrase about its part (not about the report)
-    and not already the title's or another section's (`taken`, lower case); else the part's own words,
+               taken: frozenset[str] = frozenset(), vocabulary: frozenset[str] | None = None) -> str:
+    """The model's heading when it is a whole phrase about its part (not about the report),
+    made of the question's and the sources' words (`grounded_phrase`), and not already the
+    title's or another section's (`taken`, lower case); else the part's own words,
     shortened at a phrase boundary (`short_heading`)."""
     wanted = content_words(part) | content_words(question)
     for heading in model_headings:
         words = content_words(heading)
         if (heading.strip() and whole_phrase(heading) and len(heading.split()) <= 12 and words - _GENERIC
-                and words & wanted and not labels_the_report(heading)
+                and words & wanted and not labels_the_report(heading) and grounded_phrase(heading, vocabulary)
                 and " ".join(heading.lower().split()) not in taken):
             heading = heading.strip()
             return heading[:1].upper() + heading[1:]
@@ -233,7 +253,8 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
     label = Labeller(sources, profiles, language)
     model_claims = [c for s in draft.sections for c in s.claims]
     score = Scorer(question, parts, [f.text for f in facts] + [c.text for c in model_claims], embed, language)
-    title = _title(draft.title, question, lab)
+    vocabulary = vocabulary_of(question, facts, sources)
+    title = _title(draft.title, question, lab, vocabulary)
     writer = _PartWriter(facts, score, label, titles={sid: r.title for sid, r in sources.items()},
                          authority={sid: p.authority for sid, p in profiles.items()}, shape=spec.shape,
                          accept_sentence=accept_sentence)
@@ -251,7 +272,7 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
             not_said.append(lab["not_said_part"].format(part=short_heading(part)))
             claims = [Claim.model_construct(text=lab["not_said"], source_ids=[], attribution=None)]
         taken = frozenset(" ".join(h.lower().split()) for h in [title, *(s.heading for s in sections)])
-        heading = heading_of([s.heading for s in mine], part, question, lab["findings"], taken)
+        heading = heading_of([s.heading for s in mine], part, question, lab["findings"], taken, vocabulary)
         sections.append(DraftSection.model_construct(heading=heading, claims=claims, part=n + 1))
     short = _short_answer(draft.short_answer, first_lead, sections, profiles, label, lab)
     summary = _summary(draft.summary, short, sections, spec.shape.summary_sentences, label, title)
@@ -277,13 +298,15 @@ def _findings_only(draft: WriterDraft) -> WriterDraft:
         "sections": [s.model_copy(update={"claims": kept(s.claims)}) for s in draft.sections]})
 
 
-def _title(model_title: str, question: str, lab: dict[str, str]) -> str:
+def _title(model_title: str, question: str, lab: dict[str, str], vocabulary: frozenset[str] | None = None) -> str:
     """The model's title when it is one (a whole phrase naming a subject of the question,
-    not the report itself: "The report is about the current task" is none), else the
+    not the report itself: "The report is about the current task" is none, in the
+    question's and the sources' words: `grounded_phrase`), else the
     scope the question sets ("For Brennick International Airport in 2025: …"), else
     the question's own words, shortened."""
     names_the_subject = bool(content_words(model_title) & content_words(question)) and not labels_the_report(model_title)
-    if is_title(model_title) and whole_phrase(model_title) and names_the_subject:
+    if is_title(model_title) and whole_phrase(model_title) and names_the_subject \
+            and grounded_phrase(model_title, vocabulary):
         title = model_title.strip()
     elif scope := question_scope(question):  # "For Brennick International Airport in 2025: …"
         title = scope.split(None, 1)[1]

@@ -231,3 +231,38 @@ def test_a_heading_about_the_report_gives_way_to_the_parts_words():
                         sections=[DraftSection(heading="A report that is about heat pumps installed in Europe in 2025.",
                                                claims=[registry], part=1)])
     assert build(draft).sections[0].heading == "How many heat pumps were installed in Europe in 2025"
+
+
+def test_a_heading_that_is_a_sentence_of_a_source_gives_way_to_the_parts_words():
+    registry = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
+                     source_ids=["REG"])
+    byline = "The council compiles its count from commissioning records filed by registered installers."
+    draft = WriterDraft(title="Heat pumps", short_answer=registry, summary=[registry],
+                        sections=[DraftSection(heading=byline, claims=[registry], part=1)])
+    assert build(draft).sections[0].heading == "How many heat pumps were installed in Europe in 2025"
+    # the same words as a phrase, not a sentence, may head the part
+    draft = draft.model_copy(update={"sections": [DraftSection(heading="Heat pumps installed by registered installers",
+                                                               claims=[registry], part=1)]})
+    assert build(draft).sections[0].heading == "Heat pumps installed by registered installers"
+
+
+def test_a_title_or_heading_with_a_word_neither_the_question_nor_a_source_uses_gives_way():
+    registry = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
+                     source_ids=["REG"])
+    made_up = WriterDraft(title="Songtang heat pumps in Europe", short_answer=registry, summary=[registry],
+                          sections=[DraftSection(heading="Heat pumps of Songtang", claims=[registry], part=1)])
+    report = build(made_up)
+    assert "Songtang" not in report.title and report.title.startswith("How many heat pumps")
+    assert report.sections[0].heading == "How many heat pumps were installed in Europe in 2025"
+    grounded = made_up.model_copy(update={"title": "Heat pumps in Europe"})
+    assert build(grounded).title == "Heat pumps in Europe"
+
+
+def test_chinese_title_bigrams_no_source_uses_are_made_up():
+    from briefroom.report.shape import grounded_phrase, vocabulary_of
+
+    question = "2025年末青川市常住人口是多少？比2024年末增加了多少？"
+    source = SourceRecord(source_id="S", title="青川市公安局：2025年户籍人口情况", path="corpus/a.md")
+    vocabulary = vocabulary_of(question, [], {"S": source})
+    assert not grounded_phrase("Songtang 2025年人口情决等", vocabulary)
+    assert grounded_phrase("青川市常住人口", vocabulary)
