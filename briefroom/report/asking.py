@@ -298,6 +298,16 @@ def close_figures(text: str, lead: str) -> bool:
     return any(1 / CLOSE_FACTOR <= r <= CLOSE_FACTOR for ratios in _ratios_to(text, lead) for r in ratios)
 
 
+def base_level(text: str, lead: str, year: str) -> bool:
+    """The sentence gives the lead's quantity in `year`, the year a change is measured
+    from: a measured figure (no forecast) dated that year, in the lead's unit and within
+    `CLOSE_FACTOR` of the lead's ("2024年…日均客运量为352.4万人次" beside 2025's 386.7万人次;
+    not the year's total of 12.9亿人次)."""
+    if projected(text) or year not in YEAR.findall(text) or (dated_year(text) or year) != year:
+        return False
+    return any(1 / CLOSE_FACTOR <= r <= CLOSE_FACTOR for ratios in _ratios_to(text, lead) for r in ratios)
+
+
 def a_part_of(text: str, lead: str) -> bool:
     """The sentence gives figures in a unit of the lead's, each under 1/`APART_FACTOR`
     of the lead's largest in that unit: it measures a part of the quantity (GPU clouds'

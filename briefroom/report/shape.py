@@ -23,10 +23,15 @@ from dataclasses import dataclass, field
 from briefroom.protocol.extraction import content_words, is_cjk, statements
 from briefroom.records import MAX_PARTS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.asking import (
+    YEAR,
     about_the_report,
     answers_comparison,
+    asks_change,
     asks_why,
+    base_level,
+    dated_year,
     figures,
+    gives_only_differences,
     is_title,
     labels_the_report,
     measured_apart,
@@ -377,8 +382,29 @@ class _PartWriter:
         claims = new_sentences([without_repeats(c) for c in claims], self.said_words)
         if not claims and again:
             found, claims = again, [quote(f) for f in again]
+        claims += self._base_year(part, claims)
         self.said.update(c.text.strip() for c in claims)
         return found, claims
+
+    def _base_year(self, part: str, claims: list[Claim]) -> list[Claim]:
+        """A part asking how something changed compared with a year it names ("与2024年相比
+        变化如何") also gives that year's level, which the change is measured from, when the
+        section does not: the verified sentence of the quantity compared (the level among the
+        parts' own leads sharing most words with the part, else the first) dated that year,
+        from the most authoritative source that gives it."""
+        years = YEAR.findall(part)
+        leads = [f for f in self.reserved.values() if not gives_only_differences(f.text)]  # levels, not changes
+        if not asks_change(part) or len(years) != 1 or not leads or not claims:
+            return []
+        wanted = content_words(part)
+        compared = max(leads, key=lambda f: (len(content_words(f.text) & wanted), -leads.index(f)))
+        given = {c.text.strip().strip("“”") for c in claims}
+        base = [f for f in self.facts if base_level(f.text, compared.text, years[0]) and f.text not in given
+                and f"“{f.text}”" not in self.said and not self.score.other_subject(f.text)]
+        if not base or any(dated_year(c.text) == years[0] and not gives_only_differences(c.text) for c in claims):
+            return []  # none, or the section already gives a level of that year
+        best = max(base, key=lambda f: (self.authority.get(f.source_id, 0.0), -self.facts.index(f)))
+        return [self.label.labelled(quote(best))]
 
     def _prose(self, placed: list[Claim]) -> list[Claim]:
         """The model's sentences stay where it put them, unless they are about another

@@ -266,3 +266,49 @@ def test_chinese_title_bigrams_no_source_uses_are_made_up():
     vocabulary = vocabulary_of(question, [], {"S": source})
     assert not grounded_phrase("Songtang 2025年人口情决等", vocabulary)
     assert grounded_phrase("青川市常住人口", vocabulary)
+
+
+
+METRO = {
+    "B25": source("B25", "甲市2025年地铁运营统计公报", "2025年，甲市地铁日均客运量为386.7万人次，同比增长9.7%。",
+                  "与2024年相比，日均客运量增加34.3万人次。"),
+    "B24": source("B24", "甲市2024年地铁运营统计公报", "2024年，甲市地铁日均客运量为352.4万人次，同比增长6.1%。",
+                  "2024年全年甲市地铁客运总量为12.9亿人次。"),
+    "PLAN": source("PLAN", "甲市地铁客流预测报告（2023年版）", "报告预测，2024年甲市地铁日均客运量将达到360万人次。"),
+}
+METRO_FACTS = [Fact(fact_id=f"M{n}", text=text, source_id=sid, found_by="passage", round=1)
+               for n, (sid, text) in enumerate(
+                   [(sid, t.strip() + "。") for sid, record in METRO.items() for t in record.passages[0].text.split("。") if t])]
+ZH_QUESTION = "2025年甲市地铁日均客运量是多少，与2024年相比变化如何？"
+
+
+def metro_report(part_two: list[Claim]):
+    lead = Claim(text=METRO_FACTS[0].text, source_ids=["B25"])
+    draft = WriterDraft(title="甲市地铁客运量", short_answer=lead,
+                        sections=[DraftSection(heading="日均客运量", claims=[lead], part=1),
+                                  DraftSection(heading="与2024年相比", claims=part_two, part=2)])
+    return assemble(draft, question_parts(ZH_QUESTION), ZH_QUESTION, METRO_FACTS, METRO, profiles(METRO),
+                    ReportSpec(), "zh")
+
+
+def test_a_part_comparing_with_a_year_also_gives_that_years_level():
+    report = metro_report([Claim(text=METRO_FACTS[1].text, source_ids=["B25"])])
+    compared = " ".join(c.text for c in report.sections[1].claims)
+    assert "34.3万人次" in compared and "352.4万人次" in compared
+    assert "12.9亿" not in compared and "360万" not in compared  # the year's total, the plan's forecast
+
+
+def test_no_base_year_level_when_the_section_already_gives_one():
+    given = [Claim(text=METRO_FACTS[1].text, source_ids=["B25"]), Claim(text=METRO_FACTS[2].text, source_ids=["B24"])]
+    texts = [c.text for c in metro_report(given).sections[1].claims]
+    assert sum("352.4万" in t for t in texts) == 1
+
+
+def test_a_base_level_is_a_measured_figure_of_the_year_in_the_leads_unit_and_size():
+    from briefroom.report.asking import base_level
+
+    lead = METRO_FACTS[0].text
+    assert base_level("2024年，甲市地铁日均客运量为352.4万人次。", lead, "2024")
+    assert not base_level("2024年全年甲市地铁客运总量为12.9亿人次。", lead, "2024")  # another size
+    assert not base_level("报告预测，2024年甲市地铁日均客运量将达到360万人次。", lead, "2024")  # a forecast
+    assert not base_level("2023年，甲市地铁日均客运量为332.1万人次。", lead, "2024")  # another year
