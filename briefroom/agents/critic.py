@@ -46,7 +46,8 @@ class Review(BaseModel):
 # verified fact from long-term memory may: the Critic looks it up before rejecting. Not
 # for a question (not_a_statement), a fragment, or a model's objection (relevance, which
 # no fact can answer).
-EVIDENCE_PROBLEMS = ("unresolved_citation", "uncited_claim", "ungrounded_claim", "unsupported_number")
+EVIDENCE_PROBLEMS = ("unresolved_citation", "uncited_claim", "ungrounded_claim", "unsupported_number",
+                     "misattributed_figure")
 
 
 def _memory_backing(turn: Turn, message: AgentMessage, texts: dict[str, str]) -> tuple[Fact, str] | None:

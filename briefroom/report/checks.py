@@ -21,6 +21,7 @@ from functools import lru_cache
 
 from briefroom.protocol.extraction import content_words, number_mentions, quotable, statements
 from briefroom.records import Claim, Fact, ReportDraft
+from briefroom.report.asking import figure_mentions
 from briefroom.report.draft import strip_attribution
 from briefroom.report.language import LABELS, labels
 
@@ -67,6 +68,58 @@ def grounding(claim_text: str, source_text: str) -> float:
     if not words:
         return 1.0
     return max((len(words & sw) / len(words) for sw in _sentence_words(source_text)), default=0.0)
+
+
+# A capitalised word of Latin script (a place, a company, an agency), possessive off.
+_NAME = re.compile(r"(?<![\w'’])([A-Z][A-Za-z]+(?:-[A-Za-z]+)*)(?:['’]s)?(?![\w])")
+# Capitalised for grammar, not because they name something; months date, they do not name.
+_NOT_NAMES = frozenset("The A An In On At Of For From By To As And But Or Its It This That These Those "
+                       "According Between Compared Since After Before During With Without "
+                       "January February March April May June July August September October November "
+                       "December".split())
+_OPENING = re.compile(r"[\s“\"'‘(]*")
+TITLE_CHARS = 120  # a first line longer than this is a paragraph, not a title
+
+
+def names(text: str) -> set[str]:
+    """The words of `text` that name something (Port Karavel, Velmora, Halvik): capitalised
+    words of Latin script that are no function word, month or short all-caps unit (USD,
+    TEU, GW), and do not open the sentence (a capital there is grammar: "Adopted by the
+    Port of Halvik Authority…"; a one-word name opening it goes unchecked). Chinese writes
+    names without a mark code could rely on (青川市 and 全市 look alike), so Chinese
+    sentences have none here and the model's judgement covers them."""
+    opening = _OPENING.match(text)
+    return {m.group(1) for m in _NAME.finditer(text)
+            if m.group(1) not in _NOT_NAMES and not (m.group(1).isupper() and len(m.group(1)) <= 4)
+            and not (opening and m.start(1) == opening.end())}
+
+
+def _heading(text: str) -> str:
+    """A source's title, its first line when that is short and no sentence: "the airport"
+    in a sentence is the one its title names."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first if len(first) <= TITLE_CHARS and not first.endswith((".", "!", "?", "。", "！", "？")) else ""
+
+
+def unnamed_beside_figures(claim_text: str, source_texts: list[str]) -> list[str]:
+    """The names of a claim that no cited sentence holding one of its figures gives, nor
+    that sentence's title: "the cost in Port Karavel was 0.83 USD" citing "the cost in
+    Velmora was 0.83 USD" moves a figure to a place its source does not give it to, though
+    every word and figure is in the source ("Port Karavel did not submit data" is in it).
+    A claim without figures or names, or whose figures no sentence holds (an unsupported
+    number, reported as such), gives none."""
+    figures = figure_mentions(claim_text)
+    named = names(claim_text)
+    if not figures or not named:
+        return []
+    beside = [f"{sentence} {_heading(text)}" for text in source_texts for sentence in statements(text)
+              if any(m.claimed & readings_in(sentence) for m in figures)]
+    if not beside:
+        return []
+    in_order = dict.fromkeys(m.group(1) for m in _NAME.finditer(claim_text) if m.group(1) in named)
+    return [n for n in in_order if not any(n in b for b in beside)]
+
+
 _SOURCE_LINE = re.compile(r"^\[(\d+)\].*\(source `([^`]+)`\)\s*$")
 # The Sources heading in each report language (report/draft.py writes them).
 SOURCES_HEADINGS = tuple(lab["sources"] for lab in LABELS.values())
@@ -86,12 +139,24 @@ def restates(text: str, fact_text: str) -> bool:
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # unresolved_citation | unsupported_number | ungrounded_claim | not_a_statement | uncited_claim
+    kind: str  # unresolved_citation | unsupported_number | ungrounded_claim | misattributed_figure | not_a_statement | uncited_claim
     where: str
     detail: str
 
     def line(self) -> str:
         return f"{self.kind}: {self.detail} — in: {self.where[:160]}"
+
+
+def misplaced_figure(claim: Claim, source_texts: dict[str, str]) -> Problem | None:
+    """A `misattributed_figure` problem when the claim gives its figure to a name its
+    cited sentences do not (`unnamed_beside_figures`)."""
+    cited = [sid for sid in claim.source_ids if sid in source_texts]
+    missing = unnamed_beside_figures(claim.text, [source_texts[sid] for sid in cited])
+    if not missing:
+        return None
+    return Problem("misattributed_figure", claim.text,
+                   f"no sentence of cited source(s) {', '.join(cited)} giving its figures names "
+                   f"{' '.join(missing)}")
 
 
 def claim_problems(claim: Claim, source_texts: dict[str, str]) -> list[Problem]:
@@ -117,6 +182,9 @@ def claim_problems(claim: Claim, source_texts: dict[str, str]) -> list[Problem]:
         for number in unsupported_numbers(claim.text, cited):
             problems.append(Problem("unsupported_number", claim.text,
                                     f"{number} does not appear in cited source(s) {', '.join(known)}"))
+        misplaced = misplaced_figure(claim, source_texts)
+        if misplaced is not None:
+            problems.append(misplaced)
     return problems
 
 

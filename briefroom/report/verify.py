@@ -4,7 +4,9 @@ The Writer's model writes; code decides what may stay. A sentence passes when
 
 1. every source it cites was retrieved in this run, and it cites one;
 2. every figure in it is in a cited source with its scale and unit (723 billion is not
-   723 million, 2.6 GW is not 2.6 MW, 31% is not 31 units; `unsupported_numbers`);
+   723 million, 2.6 GW is not 2.6 MW, 31% is not 31 units; `unsupported_numbers`), and
+   given to what the source gives it to: a sentence naming Port Karavel beside a figure
+   its source gives Velmora fails (`checks.misplaced_figure`);
 3. it rests on what the sources say: at least `SUPPORT_FLOOR` of its content words are
    in its cited sources, and
 4. the team's model, shown the sentence beside the cited passages, does not judge it
@@ -30,7 +32,15 @@ from pydantic import BaseModel, Field
 from briefroom.protocol.extraction import content_words, number_mentions, quotable, statements
 from briefroom.records import Claim, WriterDraft
 from briefroom.report.asking import YEAR, figure_mentions
-from briefroom.report.checks import NOTES, Problem, grounding, readings_in, source_readings, unsupported_numbers
+from briefroom.report.checks import (
+    NOTES,
+    Problem,
+    grounding,
+    misplaced_figure,
+    readings_in,
+    source_readings,
+    unsupported_numbers,
+)
 
 # The least share of a sentence's content words its cited sources must hold. It is a
 # floor against words the sources never use, not the judgement of support (the model
@@ -88,6 +98,9 @@ def code_problems(claim: Claim, source_texts: dict[str, str]) -> list[Problem]:
     for number in sorted(percent_values(text) - as_percent):
         problems.append(Problem("unsupported_number", text,
                                 f"{number}% is not a percentage in cited source(s) {', '.join(cited)}"))
+    misplaced = misplaced_figure(claim, source_texts)
+    if misplaced is not None:
+        problems.append(misplaced)
     words = content_words(text)
     if words:
         held = len(words & content_words(joined)) / len(words)

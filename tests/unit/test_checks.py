@@ -141,3 +141,24 @@ def test_a_mixed_question_in_english_is_split_as_english():
 
     parts = question_parts("What is the 充电桩 number in 临江省, and how much did 临江省 spend on them in 2025?")
     assert len(parts) == 2
+
+
+def test_names_are_capitalised_words_that_are_no_function_word_month_or_unit():
+    from briefroom.report.checks import names
+    assert names("In March 2025 the Port of Halvik handled 3.9 million TEU, 12 GW and 5 USD.") == {"Port", "Halvik"}
+    assert names("“Adopted by the Port of Halvik Authority on June 6, 2019.”") == {"Port", "Halvik", "Authority"}
+    assert names("青川市2025年末常住人口为512.4万人。") == set()  # Chinese names carry no mark code relies on
+
+
+def test_a_finding_that_moves_a_figure_to_another_place_is_rejected_as_evidence():
+    from briefroom.agents.critic import EVIDENCE_PROBLEMS
+    texts = {"S1": "Velmora's tram network carried 41 million passengers in 2025. Dunmere has no tram."}
+    moved = Claim(text="In 2025 Dunmere's tram network carried 41 million passengers.", source_ids=["S1"])
+    problems = claim_problems(moved, texts)
+    assert [p.kind for p in problems] == ["misattributed_figure"] and problems[0].kind in EVIDENCE_PROBLEMS
+    kept = Claim(text="In 2025 Velmora's tram network carried 41 million passengers.", source_ids=["S1"])
+    assert claim_problems(kept, texts) == []
+    # a capital opening the sentence is grammar, not a name
+    dated = Claim(text="Counted by Velmora's tram operator, the network carried 41 million passengers in 2025.",
+                  source_ids=["S1"])
+    assert claim_problems(dated, texts) == []

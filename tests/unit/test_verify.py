@@ -152,3 +152,41 @@ def test_a_failed_sentence_is_quoted_from_the_sentence_with_its_figure_and_year(
     invented = Claim(text="In 2025 the airport handled 14.82 million passengers, a 28% increase on 2024.",
                      source_ids=["R"])
     assert "14.82 million" in quote_of(invented, {"R": report}).text  # not the 2024 sentence, with more words shared
+
+
+NEIGHBOURS = {
+    "S7": "Ferry traffic on the northern coast, 2025\n\n"
+          "Ridership on the Ostrava Bay ferries reached 2.4 million trips in 2025. "
+          "Lindholm Ferries carried 1.1 million trips in 2025, its first full year. "
+          "Kestrel Harbour also runs a ferry, but its operator published no ridership for 2025.",
+    "S8": "Kestrel Harbour ferry report 2025\n\nThe ferry carried 0.9 million trips in 2025.",
+}
+
+
+def test_a_figure_given_to_a_place_its_sentence_does_not_name_fails():
+    # every word and figure is in the source; the place is taken from the sentence that
+    # says it has no figure
+    moved = Claim(text="Ridership on the Kestrel Harbour ferries reached 2.4 million trips in 2025.", source_ids=["S7"])
+    assert code_problems(moved, NEIGHBOURS)[0].kind == "misattributed_figure"
+    assert "Kestrel Harbour" in code_problems(moved, NEIGHBOURS)[0].detail
+    assert not restates(moved, NEIGHBOURS)
+    # the same sentence with the place its source gives the figure to passes
+    kept = Claim(text="Ridership on the Ostrava Bay ferries reached 2.4 million trips in 2025.", source_ids=["S7"])
+    assert kinds_in(kept, NEIGHBOURS) == []
+
+
+def kinds_in(claim: Claim, texts: dict[str, str]) -> list[str]:
+    return [p.kind for p in code_problems(claim, texts)]
+
+
+def test_a_name_in_the_title_or_beside_another_figure_of_the_claim_counts():
+    # "the ferry" of the sentence is the one its title names
+    titled = Claim(text="Kestrel Harbour's ferry carried 0.9 million trips in 2025.", source_ids=["S8"])
+    assert kinds_in(titled, NEIGHBOURS) == []
+    # two figures from two sentences: each name stands beside one of them
+    both = Claim(text="Ostrava Bay ferries made 2.4 million trips and Lindholm Ferries 1.1 million in 2025.",
+                 source_ids=["S7"])
+    assert "misattributed_figure" not in kinds_in(both, NEIGHBOURS)
+    # a capital that starts the sentence names nothing; a month dates, it does not name
+    plain = Claim(text="Ridership reached 2.4 million trips on the Ostrava Bay ferries in 2025.", source_ids=["S7"])
+    assert kinds_in(plain, NEIGHBOURS) == []
