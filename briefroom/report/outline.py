@@ -268,6 +268,12 @@ def figure_units(texts: list[str]) -> set[str]:
             if m.group(0)[0].isupper() and _unit_at(text, m.start())}
 
 
+# Words that open a sentence with a comma after them and name nothing ("First, about
+# 0.46 million…", "However, …"), even in a corpus that never writes them in lower case.
+_CONNECTIVES = frozenset("first second third fourth fifth firstly secondly thirdly finally lastly however "
+                         "meanwhile moreover furthermore overall instead therefore nevertheless also".split())
+
+
 def proper_names(texts: list[str]) -> set[str]:
     """Capitalised words that are names in these texts: written capitalised inside a
     sentence somewhere, and never in lower case (so "Installers" or "Worldwide" opening a
@@ -287,7 +293,8 @@ def proper_names(texts: list[str]) -> set[str]:
                 inner.add(word)
             elif word[0].islower():
                 lower.add(word)
-    names = {w for w in inner if w.lower() not in lower and w not in units and len(w) >= 3}
+    names = {w for w in inner if w.lower() not in lower and w not in units and len(w) >= 3
+             and w.lower() not in _CONNECTIVES}
     # An opening word in the place of a name is one too: "Sweden installed …" beside
     # "France installed …" and "Poland installed …" (a list of countries, a row each).
     after_name: set[str] = set()
@@ -329,10 +336,19 @@ class _Scored(NamedTuple):
     fact: Fact
 
 
+# A sentence that is one step of a source's count of reasons ("First, …", "Second, …",
+# "Finally, …"; 第一/其一/一是…).
+_STEP = re.compile(r"\W*(?:(?:first|second|third|fourth|fifth)(?:ly)?|finally|lastly)\b|"
+                   r"\W*(?:第[一二三四五六]|其[一二三四五六]|[一二三四五六]是)", re.I)
+
+
 def explanation(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], used: set[str]) -> list[Fact]:
     """For a part asking why: from the one source whose title answers the part best (at
     least `ANSWERS_PART`), its sentences that answer the part best, at most `MAX_LEADS`,
-    in the order the source gives them. None when no title answers the part."""
+    in the order the source gives them; the steps of the source's count of reasons
+    ("First, about 0.46 million … added to distributor inventory", "Second, …") are chosen
+    as one, and then every step of the count stands, so no reason the source gives is left
+    out. None when no title answers the part."""
     own: dict[str, list[tuple[int, Fact]]] = {}
     for n, f in enumerate(facts):
         title = titles.get(f.source_id, "")
@@ -342,7 +358,18 @@ def explanation(facts: list[Fact], part: str, score: Scorer, titles: dict[str, s
     ranked = sorted(((score(titles[sid], part), sid) for sid in own), key=lambda t: (-t[0], t[1]))
     if not ranked or ranked[0][0] < ANSWERS_PART:
         return []
-    best = sorted(own[ranked[0][1]], key=lambda t: (-score(t[1].text, part), t[0]))[:MAX_LEADS]
+    best: list[tuple[int, Fact]] = []
+    counted = False  # the source's count of reasons ("First, …", "Second, …") is one choice
+    for n, f in sorted(own[ranked[0][1]], key=lambda t: (-score(t[1].text, part), t[0])):
+        if len(best) == MAX_LEADS:
+            break
+        if not (_STEP.match(f.text) and counted):
+            best.append((n, f))
+            counted = counted or bool(_STEP.match(f.text))
+    if counted:  # each step of the count, whatever else it names ("re-exported to markets outside
+        # Europe"): the source's title says what they explain
+        best += [(n, f) for n, f in enumerate(facts) if f.source_id == ranked[0][1] and _STEP.match(f.text)
+                 and f.text not in used and is_statement(f.text) and (n, f) not in best]
     return [f for _, f in sorted(best, key=lambda t: t[0])]
 
 

@@ -382,6 +382,26 @@ def test_a_why_part_is_answered_by_the_source_that_explains_it():
     assert explanation(facts, parts[1], score, {sid: "Notes" for sid in titles}, set()) == []
 
 
+def test_a_why_part_keeps_every_step_of_the_reasons_its_source_counts():
+    from briefroom.report.outline import Scorer, explanation
+
+    question = "How many heat pumps were installed in Norvalia in 2025, and why do sales figures differ?"
+    titles = {"X": "Why heat pump sales and installations diverged in 2025", "M": "Manufacturer shipments, 2025"}
+    facts = [fact("Manufacturers sold 2.61 million heat pumps in Norvalia in 2025, installers 1.84 million.", "X"),
+             fact("The gap between heat pumps sold and installed in Norvalia in 2025 was 0.77 million units.", "X"),
+             fact("First, about 0.46 million heat pumps were added to distributor inventory during 2025, as "
+                  "wholesalers stocked up.", "X"),
+             fact("The institute is based in Vardo.", "X"),
+             fact("Second, about 0.19 million units were re-exported to markets outside Europe.", "X"),
+             fact("Third, about 0.12 million units were delivered in late 2025 but commissioned in 2026.", "X"),
+             fact("Second, manufacturers shipped 0.3 million units to Europe.", "M")]
+    parts = question_parts(question)
+    found = explanation(facts, parts[1], Scorer(question, parts, [f.text for f in facts]), titles, set())
+    assert [f.text for f in found if f.text.startswith(("First", "Second", "Third"))] == \
+        [facts[2].text, facts[4].text, facts[5].text]  # each step of the explainer's count, in its order, its own
+    assert facts[3] not in found
+
+
 def test_a_rival_says_what_it_measures_when_the_lead_measures_another_thing():
     from briefroom.report.asking import measured_apart
 
