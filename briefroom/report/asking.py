@@ -17,6 +17,10 @@ from briefroom.protocol.extraction import Mention, number_mentions, numbers_in
 
 # Years in a part pick the facts of that year over those of another.
 YEAR = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
+# Words that open a sentence or a clause with a comma after them and name nothing
+# ("First, about 0.46 million…", "However, …"), though written capitalised.
+CONNECTIVES = frozenset("first second third fourth fifth firstly secondly thirdly finally lastly however "
+                        "meanwhile moreover furthermore overall instead therefore nevertheless also".split())
 
 
 def allowed_years(question: str) -> set[str]:

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from briefroom.protocol.extraction import content_words, number_mentions, quotable, statements
 from briefroom.records import Claim, Fact, ReportDraft
-from briefroom.report.asking import figure_mentions
+from briefroom.report.asking import CONNECTIVES, figure_mentions
 from briefroom.report.draft import strip_attribution
 from briefroom.report.language import LABELS, labels
 
@@ -72,11 +72,11 @@ def grounding(claim_text: str, source_text: str) -> float:
 
 # A capitalised word of Latin script (a place, a company, an agency), possessive off.
 _NAME = re.compile(r"(?<![\w'’])([A-Z][A-Za-z]+(?:-[A-Za-z]+)*)(?:['’]s)?(?![\w])")
-# Capitalised for grammar, not because they name something; months date, they do not name.
+# Capitalised for grammar, not because they name something (connectives too); months date, they do not name.
 _NOT_NAMES = frozenset("The A An In On At Of For From By To As And But Or Its It This That These Those "
                        "According Between Compared Since After Before During With Without "
                        "January February March April May June July August September October November "
-                       "December".split())
+                       "December".split()) | {w.capitalize() for w in CONNECTIVES}
 _OPENING = re.compile(r"[\s“\"'‘(]*")
 TITLE_CHARS = 120  # a first line longer than this is a paragraph, not a title
 

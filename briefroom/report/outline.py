@@ -22,6 +22,7 @@ from briefroom.protocol.extraction import (
 )
 from briefroom.records import Fact
 from briefroom.report.asking import (
+    CONNECTIVES,
     YEAR,
     a_part_of,
     about_other_years,
@@ -268,12 +269,6 @@ def figure_units(texts: list[str]) -> set[str]:
             if m.group(0)[0].isupper() and _unit_at(text, m.start())}
 
 
-# Words that open a sentence with a comma after them and name nothing ("First, about
-# 0.46 million…", "However, …"), even in a corpus that never writes them in lower case.
-_CONNECTIVES = frozenset("first second third fourth fifth firstly secondly thirdly finally lastly however "
-                         "meanwhile moreover furthermore overall instead therefore nevertheless also".split())
-
-
 def proper_names(texts: list[str]) -> set[str]:
     """Capitalised words that are names in these texts: written capitalised inside a
     sentence somewhere, and never in lower case (so "Installers" or "Worldwide" opening a
@@ -294,7 +289,7 @@ def proper_names(texts: list[str]) -> set[str]:
             elif word[0].islower():
                 lower.add(word)
     names = {w for w in inner if w.lower() not in lower and w not in units and len(w) >= 3
-             and w.lower() not in _CONNECTIVES}
+             and w.lower() not in CONNECTIVES}  # "First, …" in a corpus never writing "first"
     # An opening word in the place of a name is one too: "Sweden installed …" beside
     # "France installed …" and "Poland installed …" (a list of countries, a row each).
     after_name: set[str] = set()
