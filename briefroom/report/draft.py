@@ -28,6 +28,16 @@ _OMITTED_NOTE = {
 }
 
 
+# A source id a model wrote into its sentence ("…约6.6万人。 [S856ea263]", "(source S856ea263)"):
+# the citation is code's, numbered; the id is markup, not words for a reader.
+_WRITTEN_ID = re.compile(r"\s*[\[(](?:source\s*)?`?(S[0-9a-f]{8})`?[\])]")
+
+
+def without_written_ids(text: str, known: set[str]) -> str:
+    """The sentence without the ids of known sources written into it."""
+    return _WRITTEN_ID.sub(lambda m: "" if m.group(1) in known else m.group(0), text).strip()
+
+
 def bare_text(text: str) -> str:
     """A sentence without the quotation marks a quote of it carries: one key for both."""
     return text.strip().strip("“”\"")
@@ -53,7 +63,7 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
             if sid not in order:
                 order.append(sid)
             marks.append(f"[{order.index(sid) + 1}]")
-        text = claim.text.strip()
+        text = without_written_ids(claim.text, set(sources))
         cited = f"{text} {''.join(marks)}" if marks else text
         return f"{cited} — *{claim.attribution}*" if claim.attribution and marks else cited
 

@@ -3,7 +3,7 @@ what the documents do not say, sources weighed and labelled, the length asked fo
 
 import pytest
 
-from briefroom.records import Claim, DraftSection, Fact, Passage, SourceRecord, WriterDraft
+from briefroom.records import Claim, DraftSection, Fact, Passage, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.document import parse_report
 from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, question_parts, short_heading, whole_phrase
@@ -312,3 +312,18 @@ def test_a_base_level_is_a_measured_figure_of_the_year_in_the_leads_unit_and_siz
     assert not base_level("2024年全年甲市地铁客运总量为12.9亿人次。", lead, "2024")  # another size
     assert not base_level("报告预测，2024年甲市地铁日均客运量将达到360万人次。", lead, "2024")  # a forecast
     assert not base_level("2023年，甲市地铁日均客运量为332.1万人次。", lead, "2024")  # another year
+
+
+def test_a_source_id_the_model_wrote_into_its_sentence_is_not_printed():
+    from briefroom.report.draft import without_written_ids
+
+    said = "Installers put 1.84 million heat pumps into service in 2025. [S856ea263]"
+    sources = {"S856ea263": source("S856ea263", "Installer survey", said)}
+    claim = Claim(text=said, source_ids=["S856ea263"])
+    draft = ReportDraft(title="Heat pumps", short_answer=claim, sections=[DraftSection(heading="Installed",
+                                                                                       claims=[claim], part=1)])
+    markdown, _ = render_markdown(draft, sources)
+    assert "S856ea263]" not in markdown and "in 2025. [1]" in markdown  # code's numbered citation stays
+    assert without_written_ids("全年净迁入人口约6.6万人。 [S856ea263]", set(sources)) == "全年净迁入人口约6.6万人。"
+    assert without_written_ids("It rose 3% (source S856ea263).", set(sources)) == "It rose 3%."
+    assert without_written_ids("It rose 3% [S00000000].", set(sources)) == "It rose 3% [S00000000]."  # no source
