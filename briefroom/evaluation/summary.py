@@ -39,7 +39,8 @@ def quality(rs: list[CaseResult]) -> dict[str, float | int | None]:
     answerable = [s for s in scored if s.found + s.missed]
     authoritative = [s.short_answer_authoritative for s in scored if s.short_answer_authoritative is not None]
     return {
-        "recall": _mean([s.recall for s in answerable]),
+        # None: every scenario here is unanswerable (no answer key to recall), not 0
+        "recall": _mean([s.recall for s in answerable]) if answerable else None,
         "support": _mean([s.support for s in scored]),
         "coverage": _mean([s.coverage for s in scored]),
         "unsupported_numbers": sum(len(s.unsupported_numbers) for s in scored),
@@ -138,7 +139,7 @@ def threshold_failures(summary: dict[str, Row], limits: dict[str, float | None],
                 continue
             key, direction = THRESHOLDS[flag]
             value = row[key]
-            if compare[direction](value, limit):
+            if value is not None and compare[direction](value, limit):
                 lines.append(f"{label}: {key} {value} {'<' if direction == 'min' else '>'} {limit} "
                              f"(--{flag.replace('_', '-')})")
     lines += [f"{r.scenario} ({r.context} #{r.repeat}) failed: {r.error}" for r in results if r.error]

@@ -67,6 +67,14 @@ def test_unanswerable_is_covered_only_when_the_report_says_so():
     assert (says.coverage, guesses.coverage) == (1.0, 0.0)
 
 
+def test_a_split_of_unanswerable_scenarios_has_no_recall_and_passes_a_recall_threshold():
+    says = score(report("- The documents do not say."), answer_key=[], unanswerable=True, parts=["cost"])
+    results = [CaseResult("u", "layered", 1, "m", "/tmp/x", says, None, 1.0)]
+    row = summarize(results)["layered"]
+    assert row["recall"] is None and row["coverage"] == 1.0  # nothing to recall, not a recall of 0
+    assert threshold_failures({"test layered": row}, {"min_recall": 0.8}, results) == []
+
+
 def test_chinese_language_and_numbers():
     texts = {"S1": "截至2025年底，公共充电桩保有量达到48.6万台。"}
     zh = "# 充电桩\n\n- 截至2025年底，公共充电桩保有量达到48.6万台。 [1]\n- 另有52万台。 [1]\n\n## 来源\n\n[1] 通报 — `c/a.md` (source `S1`)\n"
