@@ -299,6 +299,11 @@ def close_figures(text: str, lead: str) -> bool:
     years = set(YEAR.findall(text))
     if years and not years & set(YEAR.findall(lead)):
         return False
+    return _close_in_size(text, lead)
+
+
+def _close_in_size(text: str, lead: str) -> bool:
+    """A figure of the sentence in a unit the lead uses is within `CLOSE_FACTOR` of one of the lead's."""
     return any(1 / CLOSE_FACTOR <= r <= CLOSE_FACTOR for ratios in _ratios_to(text, lead) for r in ratios)
 
 
@@ -309,7 +314,7 @@ def base_level(text: str, lead: str, year: str) -> bool:
     not the year's total of 12.9亿人次)."""
     if projected(text) or year not in YEAR.findall(text) or (dated_year(text) or year) != year:
         return False
-    return any(1 / CLOSE_FACTOR <= r <= CLOSE_FACTOR for ratios in _ratios_to(text, lead) for r in ratios)
+    return _close_in_size(text, lead)
 
 
 def a_part_of(text: str, lead: str) -> bool:

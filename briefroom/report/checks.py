@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from briefroom.corpus.documents import title_line
 from briefroom.protocol.extraction import content_words, number_mentions, quotable, statements
 from briefroom.records import Claim, Fact, ReportDraft
 from briefroom.report.asking import CONNECTIVES, figure_mentions
@@ -78,7 +79,6 @@ _NOT_NAMES = frozenset("The A An In On At Of For From By To As And But Or Its It
                        "January February March April May June July August September October November "
                        "December".split()) | {w.capitalize() for w in CONNECTIVES}
 _OPENING = re.compile(r"[\s“\"'‘(]*")
-TITLE_CHARS = 120  # a first line longer than this is a paragraph, not a title
 
 
 def names(text: str) -> set[str]:
@@ -94,13 +94,6 @@ def names(text: str) -> set[str]:
             and not (opening and m.start(1) == opening.end())}
 
 
-def _heading(text: str) -> str:
-    """A source's title, its first line when that is short and no sentence: "the airport"
-    in a sentence is the one its title names."""
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return first if len(first) <= TITLE_CHARS and not first.endswith((".", "!", "?", "。", "！", "？")) else ""
-
-
 def unnamed_beside_figures(claim_text: str, source_texts: list[str]) -> list[str]:
     """The names of a claim that no cited sentence holding one of its figures gives, nor
     that sentence's title: "the cost in Port Karavel was 0.83 USD" citing "the cost in
@@ -112,7 +105,7 @@ def unnamed_beside_figures(claim_text: str, source_texts: list[str]) -> list[str
     named = names(claim_text)
     if not figures or not named:
         return []
-    beside = [f"{sentence} {_heading(text)}" for text in source_texts for sentence in statements(text)
+    beside = [f"{sentence} {title_line(text) or ''}" for text in source_texts for sentence in statements(text)
               if any(m.claimed & readings_in(sentence) for m in figures)]
     if not beside:
         return []

@@ -397,13 +397,13 @@ class _PartWriter:
         if not asks_change(part) or len(years) != 1 or not leads or not claims:
             return []
         wanted = content_words(part)
-        compared = max(leads, key=lambda f: (len(content_words(f.text) & wanted), -leads.index(f)))
+        compared = max(leads, key=lambda f: len(content_words(f.text) & wanted))  # ties: the first (max keeps it)
         given = {c.text.strip().strip("“”") for c in claims}
         base = [f for f in self.facts if base_level(f.text, compared.text, years[0]) and f.text not in given
                 and f"“{f.text}”" not in self.said and not self.score.other_subject(f.text)]
         if not base or any(dated_year(c.text) == years[0] and not gives_only_differences(c.text) for c in claims):
             return []  # none, or the section already gives a level of that year
-        best = max(base, key=lambda f: (self.authority.get(f.source_id, 0.0), -self.facts.index(f)))
+        best = max(base, key=lambda f: self.authority.get(f.source_id, 0.0))  # ties: the first found (max keeps it)
         return [self.label.labelled(quote(best))]
 
     def _prose(self, placed: list[Claim]) -> list[Claim]:
