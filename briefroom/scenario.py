@@ -53,8 +53,9 @@ class AnswerKeyItem(BaseModel):
 Split = Literal["dev", "test"]
 # What a scenario tempts the team to get wrong: a less credible source's figure
 # (credibility), a neighbouring measure (measure: sold vs installed, capacity vs
-# generation), or an old forecast for the year asked about (time).
-TrapKind = Literal["credibility", "measure", "time"]
+# generation), an old forecast for the year asked about (time), or the same measure of
+# something else: a rival, one part of the whole, a neighbouring kind (subject).
+TrapKind = Literal["credibility", "measure", "time", "subject"]
 
 
 class Scenario(BaseModel):

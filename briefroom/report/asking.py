@@ -189,8 +189,15 @@ def answers_measure(text: str, part: str) -> bool:
 # A part asking for a share ("what share of all cars", "占比") is answered by a
 # percentage or a fraction, not by a count on the same subject.
 _ASKS_SHARE = re.compile(r"\b(?:shares?|percent(?:age)?s?|proportions?|fractions?)\b|占比|比例|比重|份额|百分之", re.I)
-_STATES_SHARE = re.compile(r"\d\s?(?:%|％|percent\b|per cent\b)|百分之|\bone (?:in|out of) (?:\w+)\b|"
+_STATES_SHARE = re.compile(r"\d(?:[\d.,]*\d)?\s?(?:%|％|percent\b|per cent\b)|百分之|\bone (?:in|out of) (?:\w+)\b|"
                            r"\b(?:half|a third|a quarter)\b|[一二三四五六七八九十]成", re.I)
+# A percentage that is a change, not a share of a whole: "3.4 percent more than in 2024",
+# "up 6.5%", "grew by 31%", "增长3.4%" (but "made up 10.6%" is a share).
+_CHANGE_AFTER = re.compile(r"\s*(?:more|less|fewer|higher|lower|up|down|increase|decrease|rise|drop|fall|growth|"
+                           r"gain|year[- ]on[- ]year)\b", re.I)
+_CHANGE_BEFORE = re.compile(r"(?:\b(?:(?<!made )(?<!make )(?<!makes )up|down|rose|fell|grew|increased|decreased|declined|climbed|dropped|(?:growth|"
+                            r"increase|decrease|rise|fall|drop) of)\s+(?:by\s+)?(?:about\s+|around\s+|some\s+|nearly\s+|"
+                            r"almost\s+)?|(?:增长|下降|增加|减少|提高|降低|增幅|降幅|同比)了?约?为?)$", re.I)
 
 
 def wants_share(part: str) -> bool:
@@ -198,7 +205,13 @@ def wants_share(part: str) -> bool:
 
 
 def states_share(text: str) -> bool:
-    return bool(_STATES_SHARE.search(text))
+    """The text gives a share of a whole: a percentage or a fraction that is not a change."""
+    for m in _STATES_SHARE.finditer(text):
+        change = m.group(0)[0].isdigit() and (_CHANGE_AFTER.match(text, m.end())
+                                              or _CHANGE_BEFORE.search(text[max(0, m.start() - 40):m.start()]))
+        if not change:
+            return True
+    return False
 
 
 def wants_money(part: str) -> bool:

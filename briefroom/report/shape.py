@@ -35,6 +35,8 @@ from briefroom.report.asking import (
     is_title,
     labels_the_report,
     measured_apart,
+    states_share,
+    wants_share,
 )
 from briefroom.report.checks import REPORT_WORDS
 from briefroom.report.draft import bare_text
@@ -356,6 +358,13 @@ class _PartWriter:
         prose = self._prose(placed)
         own = self.reserved.get(part)
         others = {f.text for p, f in self.reserved.items() if p != part and (own is None or f.text != own.text)}
+        # a part asking for a share or a change of an earlier part's figure whose best answer
+        # that part already quoted ("…carried 2.46 million passengers in 2025, which was 58.2%
+        # of all ferry passengers" for the count, then for the share): the section points back
+        # to it, and the next best sentence (another year's share, a share of freight) does not
+        # stand in as the answer
+        said_above = own is not None and bare_text(own.text) in {bare_text(t) for t in self.said} and (
+            (wants_share(part) and states_share(own.text)) or answers_comparison(own.text, part))
         # another part's own lead stays for it, unless nothing else answers this part
         found = part_leads(self.facts, part, self.score, self.titles, self.used | others, self.authority) \
             or part_leads(self.facts, part, self.score, self.titles, self.used, self.authority)
@@ -364,8 +373,13 @@ class _PartWriter:
         # then points back to, not "the documents do not say" while the answer stands above
         # ("各": every part's own lead that gives its change on the year, in the parts' order;
         # those an earlier section wrote are pointed back to)
-        again = [] if found else list({f.text: f for f in [*([own] if own else []), *self.reserved.values()]
-                                       if answers_comparison(f.text, part)}.values())
+        again = [] if found and not said_above else \
+            list({f.text: f for f in [*([own] if own else []), *self.reserved.values()]
+                  if answers_comparison(f.text, part)}.values())
+        if said_above and own is not None:
+            found, claims = again or [own], [quote(f) for f in again or [own]]
+            self.said.update(c.text.strip() for c in claims)
+            return found, claims
         if not found and not any(answers(c, part, self.score) for c in prose):
             # Nothing verified answers the part and the model's sentences do not either: they
             # are about something else (a figure of another year or subject), and the part

@@ -23,7 +23,7 @@ def test_the_suite_is_big_enough_and_split():
     assert {s.name for _, s in SUITE if s.split == "dev"} >= {"cloud-market", "heat-pumps-sold-vs-installed",
                                                               "wind-multipart", "zh-rail-ridership"}
     kinds = {k for _, s in SUITE for k in s.trap}
-    assert kinds == {"credibility", "measure", "time"}
+    assert kinds == {"credibility", "measure", "time", "subject"}
     assert max(len(s.parts) for _, s in SUITE) >= 6 and any(len(s.parts) == 5 for _, s in SUITE)
     assert sum(s.language == "zh" for _, s in SUITE) >= 4
 

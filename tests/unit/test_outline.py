@@ -239,6 +239,19 @@ def test_a_share_is_led_by_a_percentage_not_by_a_count_on_the_subject():
     assert wants_share("各类乘用车中占比多少") and states_share("占乘用车总量的百分之十")
 
 
+def test_a_percentage_of_change_is_no_share():
+    from briefroom.report.asking import states_share
+
+    for change in ["In 2025, 4.23 million passengers travelled, 3.4 percent more than in 2024.",
+                   "Sales grew by about 17 percent on 2024.", "Revenue was up 6.5% on the year.",
+                   "a growth of 9.9% in 2025", "全年客运量增长3.4%。"]:
+        assert not states_share(change), change
+    for share in ["…which was 58.2% of all ferry passengers.", "battery-electric cars made up 10.6% of the fleet",
+                  "a share of 31.0%", "almost a third of the crossing's passengers", "占全市的12.5%",
+                  "Traffic rose 4%, and the port's share of the region's traffic was 38%."]:
+        assert states_share(share), share
+
+
 WIND = ("How much offshore wind capacity did Norvalia add in 2025, which offshore wind project commissioned in "
         "Norvalia that year was the largest, and how much new offshore wind capacity do analysts expect Norvalia "
         "to add in 2027?")

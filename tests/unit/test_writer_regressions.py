@@ -158,3 +158,26 @@ def test_a_change_on_each_figure_points_back_to_every_part_that_gives_one():
     first, second, third = (s.heading for s in report.sections)
     both = LABELS["en"]["see_above"].format(headings=f"“{first}”{LABELS['en']['and']}“{second}”")
     assert f"## {third}\n\n{both}" in markdown
+
+
+def test_a_share_an_earlier_part_already_gave_points_back_to_it_not_to_a_lesser_sentence():
+    question = ("How much heat did the Orsk district network deliver in 2025, and what share of the city's heat "
+                "demand was that?")
+    both = "The Orsk district network delivered 4.1 TWh of heat in 2025, which was 38% of the city's heat demand."
+    older = "The Orsk district network delivered 3.7 TWh in 2024, 35% of the city's heat demand."
+    total = "The city's heat demand was 10.8 TWh in 2025, 2.1 percent more than in 2024."
+    sources = {"O": source("O", "Orsk heat statistics 2025", f"{both} {total}"),
+               "N": source("N", "Heat network news 2024", older)}
+    facts = [Fact(fact_id=f"F{n}", text=t, source_id=sid, found_by="passage", round=1)
+             for n, (t, sid) in enumerate([(both, "O"), (older, "N"), (total, "O")])]
+    draft = WriterDraft(title="Orsk heat", short_answer=Claim(text=both, source_ids=["O"]),
+                        sections=[DraftSection(heading="Heat delivered", claims=[Claim(text=both, source_ids=["O"])],
+                                               part=1)])
+    report = shaped(draft, question, facts, sources)
+    assert report.not_said == []
+    second = report.sections[1]
+    assert [c.text.strip("“”") for c in second.claims] == [both]  # not 2024's 35%, not the demand's growth
+    markdown, _ = render_markdown(report, sources)
+    first = report.sections[0].heading
+    assert f"## {second.heading}\n\n" + LABELS["en"]["see_above"].format(headings=f"“{first}”") in markdown
+    assert "35%" not in markdown and "2.1 percent" not in markdown
