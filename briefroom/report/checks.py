@@ -105,12 +105,31 @@ def unnamed_beside_figures(claim_text: str, source_texts: list[str]) -> list[str
     named = names(claim_text)
     if not figures or not named:
         return []
-    beside = [f"{sentence} {title_line(text) or ''}" for text in source_texts for sentence in statements(text)
-              if any(m.claimed & readings_in(sentence) for m in figures)]
-    if not beside:
+    holding = [(sentence, text) for text in source_texts for sentence in statements(text)
+               if any(m.claimed & readings_in(sentence) for m in figures)]
+    if not holding:
         return []
+    beside = [f"{sentence} {title_line(text) or ''}" for sentence, text in holding]
     in_order = dict.fromkeys(m.group(1) for m in _NAME.finditer(claim_text) if m.group(1) in named)
-    return [n for n in in_order if not any(n in b for b in beside)]
+    return [n for n in in_order if not any(n in b for b in beside)
+            and not _names_the_same_thing(n, claim_text, holding)]
+
+
+def _names_the_same_thing(name: str, claim_text: str, holding: list[tuple[str, str]]) -> bool:
+    """The claim's name only qualifies what a sentence holding its figures already speaks
+    of, as the same source names it elsewhere, and displaces no name that sentence gives:
+    "…2.46 million passengers on the Skarholm–Vellinge crossing" for "…2.46 million
+    passengers on the crossing", from statistics of "the Skarholm–Vellinge crossing".
+    "Ridership on the Kestrel Harbour ferries reached 2.4 million" for "Ridership on the
+    Ostrava Bay ferries…" displaces Ostrava Bay, and is a figure moved to another place."""
+    after = re.search(rf"(?<!\w){re.escape(name)}(?:[\s–-]+[A-Z][\w-]*)*[\s–-]+([a-z]+)", claim_text)
+    if after is None or not content_words(after.group(1)):
+        return False  # "Port Karavel was…": nothing named after it
+    thing = after.group(1)
+    qualified = re.compile(rf"(?<!\w){re.escape(name)}(?:[\s–-]+[A-Z][\w-]*)*[\s–-]+{re.escape(thing)}\b")
+    claimed = names(claim_text)
+    return any(re.search(rf"\b{re.escape(thing)}\b", sentence) and qualified.search(text)
+               and names(sentence) <= claimed for sentence, text in holding)
 
 
 _SOURCE_LINE = re.compile(r"^\[(\d+)\].*\(source `([^`]+)`\)\s*$")

@@ -175,6 +175,23 @@ def test_a_figure_given_to_a_place_its_sentence_does_not_name_fails():
     assert kinds_in(kept, NEIGHBOURS) == []
 
 
+def test_a_name_that_only_qualifies_what_the_figure_sentence_speaks_of_is_no_move():
+    stats = {"S9": "Harbour statistics 2025\n\nEvery operator on the Ostrava–Brisk route files its boarding records "
+                   "each month. Lindholm Ferries carried 1.1 million trips on the route in 2025."}
+    # the source calls "the route" the Ostrava–Brisk route: naming it so moves nothing
+    named = Claim(text="Lindholm Ferries carried 1.1 million trips on the Ostrava–Brisk route in 2025.",
+                  source_ids=["S9"])
+    assert kinds_in(named, stats) == []
+    # a name the figure's sentence gives (Lindholm Ferries) swapped for another is still a move
+    swapped = Claim(text="Kestrel Harbour ferries carried 1.1 million trips on the Ostrava–Brisk route in 2025.",
+                    source_ids=["S9"])
+    assert "misattributed_figure" in kinds_in(swapped, stats)
+    # and so is a qualifier the source never gives that thing
+    invented = Claim(text="Lindholm Ferries carried 1.1 million trips on the Kestrel route in 2025.",
+                     source_ids=["S9"])
+    assert "misattributed_figure" in kinds_in(invented, stats)
+
+
 def kinds_in(claim: Claim, texts: dict[str, str]) -> list[str]:
     return [p.kind for p in code_problems(claim, texts)]
 
