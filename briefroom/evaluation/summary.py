@@ -73,6 +73,17 @@ def spread(rs: list[CaseResult]) -> dict[str, dict[str, float | int | None]]:
     return out
 
 
+def recall_by_language(rs: list[CaseResult]) -> dict[str, float]:
+    """Recall per question language (en, zh), over the answerable scenarios of each: a
+    target that holds "in English and in Chinese" must hold in each."""
+    out = {}
+    for language in sorted({r.language for r in rs}):
+        recall = quality([r for r in rs if r.language == language])["recall"]
+        if recall is not None:
+            out[language] = float(recall)
+    return out
+
+
 def _row(rs: list[CaseResult]) -> Row:
     scored = _scores(rs)
     by_role: dict[str, dict[str, int]] = {}
@@ -87,6 +98,7 @@ def _row(rs: list[CaseResult]) -> Row:
         "runs": len(rs), "failed": len(rs) - len(scored),
         "scenarios": len({r.scenario for r in rs}), "repeats": len({r.repeat for r in rs}),
         **quality(rs),
+        "recall_by_language": recall_by_language(rs),
         "language_ok": sum(s.language_ok for s in scored),
         "prompt_tokens": sum(r.prompt_tokens for r in rs),
         "completion_tokens": sum(r.completion_tokens for r in rs),

@@ -47,7 +47,9 @@ def metric(row: Row, key: str, *, share: bool = True) -> str:
 def summary_line(label: str, row: Row) -> str:
     cached = "n/a" if row["cache_hit_rate"] is None else \
         f"{row['cached_prompt_tokens']:,} served from the endpoint's cache, {row['cache_hit_rate']:.0%}"
-    quality = ", ".join([metric(row, "recall"), metric(row, "support"), metric(row, "coverage"),
+    by_language = row.get("recall_by_language") or {}
+    languages = f" ({', '.join(f'{k} {v:.2f}' for k, v in by_language.items())})" if len(by_language) > 1 else ""
+    quality = ", ".join([metric(row, "recall") + languages, metric(row, "support"), metric(row, "coverage"),
                          metric(row, "unsupported_numbers", share=False),
                          metric(row, "unretrieved_citations", share=False), metric(row, "trap_hits", share=False),
                          metric(row, "short_answer_trap_hits", share=False),

@@ -148,6 +148,17 @@ def test_dev_and_test_are_summed_up_apart():
         < rendered.index("test — 2 scenario") < rendered.index("overall test layered")
 
 
+def test_recall_is_reported_per_question_language_too():
+    english = case("a", "test", 1, ["installed", "sold"])
+    chinese = case("b", "test", 1, ["installed"])
+    chinese.language = "zh"
+    row = summarize([english, chinese])["layered"]
+    assert row["recall_by_language"] == {"en": 1.0, "zh": 0.5} and row["recall"] == 0.75
+    assert "recall 0.75 (en 1.00, zh 0.50)" in text.summary_line("test layered", row)
+    assert summarize([english])["layered"]["recall_by_language"] == {"en": 1.0}
+    assert "(en" not in text.summary_line("test layered", summarize([english])["layered"])
+
+
 def test_repeat_spread_is_per_pass_over_the_suite():
     results = [case("a", "test", 1, ["installed", "sold"]), case("b", "test", 1, ["installed", "sold"]),
                case("a", "test", 2, ["installed"]), case("b", "test", 2, ["installed", "sold"])]
