@@ -29,7 +29,7 @@ def _is_loopback(address) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def no_network(request, monkeypatch):
+def no_network(request, monkeypatch, data_dir):
     allow_loopback = request.node.get_closest_marker("e2e") is not None
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
@@ -54,8 +54,10 @@ def no_network(request, monkeypatch):
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BRIEFROOM_MODEL", "BRIEFROOM_BASE_URL", "BRIEFROOM_API_KEY",
                 "BRIEFROOM_SESSION"):
         monkeypatch.delenv(var, raising=False)
-    # Tests share one data directory (the index cache); each test is its own memory user,
-    # so what one test's run remembers never changes another test's prompts.
+    # Tests share one data directory (the index cache), the session's own: never the
+    # user's, which a briefroom run of theirs may hold while the suite runs. Each test is
+    # its own memory user, so what one test's run remembers never changes another's prompts.
+    monkeypatch.setenv("BRIEFROOM_DATA_DIR", str(data_dir))
     monkeypatch.setenv("BRIEFROOM_USER", "t" + hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:12])
     yield
 
