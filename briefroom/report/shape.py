@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from briefroom.protocol.extraction import content_words, is_cjk, statements
+from briefroom.protocol.extraction import content_words, is_cjk
 from briefroom.records import MAX_PARTS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.asking import (
     YEAR,
@@ -42,6 +42,7 @@ from briefroom.report.checks import REPORT_WORDS
 from briefroom.report.draft import bare_text
 from briefroom.report.language import LABELS, question_scope, short_heading, whole_phrase
 from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, may_answer, part_leads
+from briefroom.report.repeats import Says, new_sentences, without_repeats
 from briefroom.report.source_kinds import SourceProfile
 from briefroom.report.spec import ReportShape, ReportSpec
 
@@ -52,58 +53,6 @@ _GENERIC = REPORT_WORDS | {"part", "section", "details", "discussion", "informat
 
 # A question of at most this many words is the report's title as it stands.
 TITLE_WORDS = 24
-# Two sentences whose content words overlap this much (Jaccard) say the same thing: a small
-# model repeats its sentence with one word changed ("lower than expected" / "higher then
-# expected"), and a reader should read it once.
-NEAR_DUPLICATE = 0.8
-
-
-@dataclass(frozen=True)
-class _Says:
-    """What a sentence says, for telling repeats: its content words and its figures."""
-
-    words: frozenset[str]
-    figures: frozenset[str]
-
-    @classmethod
-    def of(cls, text: str) -> "_Says":
-        return cls(frozenset(content_words(text)), frozenset(figures(text)))
-
-    def repeats(self, other: "_Says") -> bool:
-        """The same figures (a different figure is a different statement) and nearly the
-        same words."""
-        union = self.words | other.words
-        return self.figures == other.figures and bool(union) and len(self.words & other.words) / len(union) >= \
-            NEAR_DUPLICATE
-
-
-def without_repeats(claim: Claim) -> Claim:
-    """The claim with a sentence that repeats an earlier sentence of it left out; a quote
-    is a source's own words and stays as it is."""
-    if claim.text.lstrip().startswith("“"):
-        return claim
-    sentences = statements(claim.text)
-    kept: list[str] = []
-    for sentence in sentences:
-        if not any(_Says.of(sentence).repeats(_Says.of(k)) for k in kept):
-            kept.append(sentence)
-    if len(kept) == len(sentences) or not kept:
-        return claim
-    return claim.model_copy(update={"text": " ".join(kept)})
-
-
-def new_sentences(claims: list[Claim], said: list[_Says]) -> list[Claim]:
-    """The claims that do not repeat one already said (`said`; it grows)."""
-    out = []
-    for claim in claims:
-        says = _Says.of(claim.text)
-        if any(says.repeats(earlier) for earlier in said):
-            continue
-        said.append(says)
-        out.append(claim)
-    return out
-
-
 def word_count(text: str) -> int:
     """Words as a reader counts them; Chinese, which has no spaces, at two characters a word."""
     if is_cjk(text):
@@ -340,7 +289,8 @@ class _PartWriter:
     accept_sentence: Callable[[Claim], bool] | None
     used: set[str] = field(default_factory=set)
     said: set[str] = field(default_factory=set)
-    said_words: list[_Says] = field(default_factory=list)
+    said_words: list[Says] = field(default_factory=list)
+    said_claims: list[Claim] = field(default_factory=list)  # what the parts said so far, in order
     reserved: dict[str, Fact] = field(default_factory=dict)  # part -> the fact that leads it alone
 
     def reserve(self, parts: list[str]) -> None:
@@ -358,13 +308,7 @@ class _PartWriter:
         prose = self._prose(placed)
         own = self.reserved.get(part)
         others = {f.text for p, f in self.reserved.items() if p != part and (own is None or f.text != own.text)}
-        # a part asking for a share or a change of an earlier part's figure whose best answer
-        # that part already quoted ("…carried 2.46 million passengers in 2025, which was 58.2%
-        # of all ferry passengers" for the count, then for the share): the section points back
-        # to it, and the next best sentence (another year's share, a share of freight) does not
-        # stand in as the answer
-        said_above = own is not None and bare_text(own.text) in {bare_text(t) for t in self.said} and (
-            (wants_share(part) and states_share(own.text)) or answers_comparison(own.text, part))
+        above = self._answered_above(own, part)
         # another part's own lead stays for it, unless nothing else answers this part
         found = part_leads(self.facts, part, self.score, self.titles, self.used | others, self.authority) \
             or part_leads(self.facts, part, self.score, self.titles, self.used, self.authority)
@@ -373,12 +317,12 @@ class _PartWriter:
         # then points back to, not "the documents do not say" while the answer stands above
         # ("各": every part's own lead that gives its change on the year, in the parts' order;
         # those an earlier section wrote are pointed back to)
-        again = [] if found and not said_above else \
+        again = [] if found and above is None else \
             list({f.text: f for f in [*([own] if own else []), *self.reserved.values()]
                   if answers_comparison(f.text, part)}.values())
-        if said_above and own is not None:
-            found, claims = again or [own], [quote(f) for f in again or [own]]
-            self.said.update(c.text.strip() for c in claims)
+        if above is not None and own is not None:
+            found, claims = again or [own], [quote(f) for f in again] or [above]
+            self._say(claims)
             return found, claims
         if not found and not any(answers(c, part, self.score) for c in prose):
             # Nothing verified answers the part and the model's sentences do not either: they
@@ -397,8 +341,25 @@ class _PartWriter:
         if not claims and again:
             found, claims = again, [quote(f) for f in again]
         claims += self._base_year(part, claims)
-        self.said.update(c.text.strip() for c in claims)
+        self._say(claims)
         return found, claims
+
+    def _say(self, claims: list[Claim]) -> None:
+        self.said.update(c.text.strip() for c in claims)
+        self.said_claims += claims
+
+    def _answered_above(self, own: Fact | None, part: str) -> Claim | None:
+        """For a part asking for the share or the change of an earlier part's figure: the
+        sentence an earlier part said that is its own best answer, quoted or restated by the
+        model with the same figures ("…carried 2.46 million passengers in 2025, which was
+        58.2% of all ferry passengers" for the count, then for the share). The section points
+        back to it; the next best sentence (another year's share, a share of freight) does
+        not stand in as the answer."""
+        if own is None or not ((wants_share(part) and states_share(own.text)) or answers_comparison(own.text, part)):
+            return None
+        wanted = figures(own.text)
+        return next((c for c in self.said_claims
+                     if bare_text(c.text) == own.text or (wanted and wanted <= figures(c.text))), None)
 
     def _base_year(self, part: str, claims: list[Claim]) -> list[Claim]:
         """A part asking how something changed compared with a year it names ("与2024年相比
@@ -496,4 +457,4 @@ def _summary(model: list[Claim], short: Claim, sections: list[DraftSection], lim
         chosen = [c.model_copy(update={"attribution": None}) if c.attribution and not label.unverified(c) else c
                   for c in chosen]
     out = [c for c in chosen if c.text.strip() != short.text.strip()]
-    return new_sentences([without_repeats(c) for c in out], [_Says.of(short.text)])[:limit]
+    return new_sentences([without_repeats(c) for c in out], [Says.of(short.text)])[:limit]

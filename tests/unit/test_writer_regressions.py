@@ -181,3 +181,13 @@ def test_a_share_an_earlier_part_already_gave_points_back_to_it_not_to_a_lesser_
     first = report.sections[0].heading
     assert f"## {second.heading}\n\n" + LABELS["en"]["see_above"].format(headings=f"“{first}”") in markdown
     assert "35%" not in markdown and "2.1 percent" not in markdown
+    # the model's own sentence restating it, figures and all, is what the part points back to
+    own = "In 2025 the Orsk district heating network supplied 4.1 TWh, which was 38% of the city's heat demand."
+    draft = draft.model_copy(update={"short_answer": Claim(text=own, source_ids=["O"]), "sections": [
+        DraftSection(heading="Heat delivered", claims=[Claim(text=own, source_ids=["O"])], part=1)]})
+    report = shaped(draft, question, facts, sources)
+    markdown, _ = render_markdown(report, sources)
+    assert [c.text for c in report.sections[1].claims] == [own]
+    assert f"## {report.sections[1].heading}\n\n" + LABELS["en"]["see_above"].format(
+        headings=f"“{report.sections[0].heading}”") in markdown
+    assert "35%" not in markdown and "2.1 percent" not in markdown
