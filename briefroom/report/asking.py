@@ -111,7 +111,8 @@ _ASKS_CHANGE = re.compile(r"\bby how much\b|\bchange[ds]?\b|\bgap\b|\bdiffer(?:e
 
 # Chinese gives a change by the verb before the figure ("增加34.3万人次"); a sentence all of
 # whose figures come after one gives differences only.
-_ZH_CHANGE_BEFORE = re.compile(r"(?:增加|减少|增长|下降|提高|降低|多出|少了)了?约?$")
+_ZH_CHANGE_VERBS = "增加|减少|增长|下降|提高|降低|多出|少了"
+_ZH_CHANGE_BEFORE = re.compile(rf"(?:{_ZH_CHANGE_VERBS})了?约?$")
 
 
 def asks_change(part: str) -> bool:
@@ -195,9 +196,10 @@ _STATES_SHARE = re.compile(r"\d(?:[\d.,]*\d)?\s?(?:%|％|percent\b|per cent\b)|�
 # "up 6.5%", "grew by 31%", "增长3.4%" (but "made up 10.6%" is a share).
 _CHANGE_AFTER = re.compile(r"\s*(?:more|less|fewer|higher|lower|up|down|increase|decrease|rise|drop|fall|growth|"
                            r"gain|year[- ]on[- ]year)\b", re.I)
-_CHANGE_BEFORE = re.compile(r"(?:\b(?:(?<!made )(?<!make )(?<!makes )up|down|rose|fell|grew|increased|decreased|declined|climbed|dropped|(?:growth|"
-                            r"increase|decrease|rise|fall|drop) of)\s+(?:by\s+)?(?:about\s+|around\s+|some\s+|nearly\s+|"
-                            r"almost\s+)?|(?:增长|下降|增加|减少|提高|降低|增幅|降幅|同比)了?约?为?)$", re.I)
+_CHANGE_BEFORE = re.compile(
+    r"(?:\b(?:(?<!made )(?<!make )(?<!makes )up|down|rose|fell|grew|increased|decreased|declined|climbed|dropped|"
+    r"(?:growth|increase|decrease|rise|fall|drop) of)\s+(?:by\s+)?(?:about\s+|around\s+|some\s+|nearly\s+|"
+    rf"almost\s+)?|(?:{_ZH_CHANGE_VERBS}|增幅|降幅|同比)了?约?为?)$", re.I)
 
 
 def wants_share(part: str) -> bool:
