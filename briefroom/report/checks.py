@@ -22,7 +22,7 @@ from functools import lru_cache
 from briefroom.corpus.documents import title_line
 from briefroom.protocol.extraction import content_words, number_mentions, quotable, statements
 from briefroom.records import Claim, Fact, ReportDraft
-from briefroom.report.asking import CONNECTIVES, figure_mentions
+from briefroom.report.asking import CONNECTIVES, figure_mentions, projected
 from briefroom.report.draft import strip_attribution
 from briefroom.report.language import LABELS, labels
 
@@ -132,6 +132,31 @@ def _names_the_same_thing(name: str, claim_text: str, holding: list[tuple[str, s
                and names(sentence) <= claimed for sentence, text in holding)
 
 
+# A sentence that speaks of the future or hedges ("will reach", "is set to", "将") states
+# no outcome, whatever its source measured. "projects" counts too, though it may be a
+# noun ("three projects added…"): a hedge read where there is none only spares a sentence
+# this check, never fails one.
+_FUTURE = re.compile(r"\b(?:will|would|could|may|might)\b|\b(?:is|are|was|were)\s+(?:set|due|likely|poised|on track)"
+                     r"\s+to\b|\bprojects?\b|\bpredict\w*|\banticipat\w*|将|预计|有望|可能", re.I)
+
+
+def forecast_as_fact(claim: Claim, source_texts: dict[str, str]) -> Problem | None:
+    """A `forecast_as_fact` problem when the claim states as an outcome a figure its cited
+    sources give only as a forecast or an estimate: "Installers put 2.05 million heat
+    pumps into service in 2026" citing "…forecasts that installers will put 2.05 million
+    heat pumps into service … in 2026" says every word of its source and the opposite of
+    what it says."""
+    figures = figure_mentions(claim.text)
+    if not figures or projected(claim.text) or _FUTURE.search(claim.text):
+        return None
+    holding = [sentence for sid in claim.source_ids if sid in source_texts
+               for sentence in statements(source_texts[sid]) if any(m.claimed & readings_in(sentence) for m in figures)]
+    if not holding or not all(projected(sentence) for sentence in holding):
+        return None
+    return Problem("forecast_as_fact", claim.text,
+                   f"its cited source(s) {', '.join(claim.source_ids)} give its figures only as a forecast or estimate")
+
+
 _SOURCE_LINE = re.compile(r"^\[(\d+)\].*\(source `([^`]+)`\)\s*$")
 # The Sources heading in each report language (report/draft.py writes them).
 SOURCES_HEADINGS = tuple(lab["sources"] for lab in LABELS.values())
@@ -151,7 +176,8 @@ def restates(text: str, fact_text: str) -> bool:
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # unresolved_citation | unsupported_number | ungrounded_claim | misattributed_figure | not_a_statement | uncited_claim
+    kind: str  # unresolved_citation | unsupported_number | ungrounded_claim | misattributed_figure | forecast_as_fact
+    # | not_a_statement | uncited_claim
     where: str
     detail: str
 

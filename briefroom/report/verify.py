@@ -35,6 +35,7 @@ from briefroom.report.asking import YEAR, figure_mentions
 from briefroom.report.checks import (
     NOTES,
     Problem,
+    forecast_as_fact,
     grounding,
     misplaced_figure,
     readings_in,
@@ -98,9 +99,9 @@ def code_problems(claim: Claim, source_texts: dict[str, str]) -> list[Problem]:
     for number in sorted(percent_values(text) - as_percent):
         problems.append(Problem("unsupported_number", text,
                                 f"{number}% is not a percentage in cited source(s) {', '.join(cited)}"))
-    misplaced = misplaced_figure(claim, source_texts)
-    if misplaced is not None:
-        problems.append(misplaced)
+    for wrong in (misplaced_figure(claim, source_texts), forecast_as_fact(claim, source_texts)):
+        if wrong is not None:
+            problems.append(wrong)
     words = content_words(text)
     if words:
         held = len(words & content_words(joined)) / len(words)

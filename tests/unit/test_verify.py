@@ -207,3 +207,18 @@ def test_a_name_in_the_title_or_beside_another_figure_of_the_claim_counts():
     # a capital that starts the sentence names nothing; a month dates, it does not name
     plain = Claim(text="Ridership reached 2.4 million trips on the Ostrava Bay ferries in 2025.", source_ids=["S7"])
     assert kinds_in(plain, NEIGHBOURS) == []
+
+
+def test_a_forecast_stated_as_an_outcome_fails():
+    texts = {"F": "Heat pump outlook 2026\n\nThe institute forecasts that installers will put 2.05 million heat pumps "
+                  "into service across Europe in 2026, a recovery from the 2025 level."}
+    # every word and figure is the source's; the source forecasts what the sentence says happened
+    outcome = Claim(text="Installers put 2.05 million heat pumps into service across Europe in 2026.", source_ids=["F"])
+    assert "forecast_as_fact" in kinds_in(outcome, texts)
+    for hedged in ["Installers will put 2.05 million heat pumps into service across Europe in 2026.",
+                   "The institute expects 2.05 million heat pumps to be put into service in Europe in 2026.",
+                   "The institute projects 2.05 million heat pump installations in Europe in 2026."]:
+        assert "forecast_as_fact" not in kinds_in(Claim(text=hedged, source_ids=["F"]), texts), hedged
+    # a figure some cited sentence gives as measured may be stated as measured
+    texts["M"] = "Installer count 2026\n\nInstallers put 2.05 million heat pumps into service across Europe in 2026."
+    assert "forecast_as_fact" not in kinds_in(outcome.model_copy(update={"source_ids": ["F", "M"]}), texts)
