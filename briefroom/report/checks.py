@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from briefroom.corpus.documents import title_line
-from briefroom.protocol.extraction import content_words, number_mentions, quotable, statements
+from briefroom.protocol.extraction import Mention, content_words, number_mentions, quotable, statements
 from briefroom.records import Claim, Fact, ReportDraft
 from briefroom.report.asking import CONNECTIVES, figure_mentions, projected
 from briefroom.report.draft import strip_attribution
@@ -94,6 +94,13 @@ def names(text: str) -> set[str]:
             and not (opening and m.start(1) == opening.end())}
 
 
+def sentences_holding(figures: list[Mention], source_texts: list[str]) -> list[tuple[str, str]]:
+    """(sentence, its source's text) for each statement of the sources that gives one of
+    `figures` in any spelling: the sentences a claim with those figures rests on."""
+    return [(sentence, text) for text in source_texts for sentence in statements(text)
+            if any(m.claimed & readings_in(sentence) for m in figures)]
+
+
 def unnamed_beside_figures(claim_text: str, source_texts: list[str]) -> list[str]:
     """The names of a claim that no cited sentence holding one of its figures gives, nor
     that sentence's title: "the cost in Port Karavel was 0.83 USD" citing "the cost in
@@ -105,8 +112,7 @@ def unnamed_beside_figures(claim_text: str, source_texts: list[str]) -> list[str
     named = names(claim_text)
     if not figures or not named:
         return []
-    holding = [(sentence, text) for text in source_texts for sentence in statements(text)
-               if any(m.claimed & readings_in(sentence) for m in figures)]
+    holding = sentences_holding(figures, source_texts)
     if not holding:
         return []
     beside = [f"{sentence} {title_line(text) or ''}" for sentence, text in holding]
@@ -149,9 +155,8 @@ def forecast_as_fact(claim: Claim, source_texts: dict[str, str]) -> Problem | No
     figures = figure_mentions(claim.text)
     if not figures or projected(claim.text) or _FUTURE.search(claim.text):
         return None
-    holding = [sentence for sid in claim.source_ids if sid in source_texts
-               for sentence in statements(source_texts[sid]) if any(m.claimed & readings_in(sentence) for m in figures)]
-    if not holding or not all(projected(sentence) for sentence in holding):
+    holding = sentences_holding(figures, [source_texts[sid] for sid in claim.source_ids if sid in source_texts])
+    if not holding or not all(projected(sentence) for sentence, _ in holding):
         return None
     return Problem("forecast_as_fact", claim.text,
                    f"its cited source(s) {', '.join(claim.source_ids)} give its figures only as a forecast or estimate")
