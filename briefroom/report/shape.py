@@ -288,7 +288,6 @@ class _PartWriter:
     shape: ReportShape
     accept_sentence: Callable[[Claim], bool] | None
     used: set[str] = field(default_factory=set)
-    said: set[str] = field(default_factory=set)
     said_words: list[Says] = field(default_factory=list)
     said_claims: list[Claim] = field(default_factory=list)  # what the parts said so far, in order
     reserved: dict[str, Fact] = field(default_factory=dict)  # part -> the fact that leads it alone
@@ -345,8 +344,12 @@ class _PartWriter:
         return found, claims
 
     def _say(self, claims: list[Claim]) -> None:
-        self.said.update(c.text.strip() for c in claims)
         self.said_claims += claims
+
+    @property
+    def said(self) -> set[str]:
+        """The sentences the parts said so far (a report's few dozen at most)."""
+        return {c.text.strip() for c in self.said_claims}
 
     def _answered_above(self, own: Fact | None, part: str) -> Claim | None:
         """For a part asking for the share or the change of an earlier part's figure: the
@@ -374,8 +377,9 @@ class _PartWriter:
         wanted = content_words(part)
         compared = max(leads, key=lambda f: len(content_words(f.text) & wanted))  # ties: the first (max keeps it)
         given = {c.text.strip().strip("“”") for c in claims}
+        said = self.said
         base = [f for f in self.facts if base_level(f.text, compared.text, years[0]) and f.text not in given
-                and f"“{f.text}”" not in self.said and not self.score.other_subject(f.text)]
+                and f"“{f.text}”" not in said and not self.score.other_subject(f.text)]
         if not base or any(dated_year(c.text) == years[0] and not gives_only_differences(c.text) for c in claims):
             return []  # none, or the section already gives a level of that year
         best = max(base, key=lambda f: self.authority.get(f.source_id, 0.0))  # ties: the first found (max keeps it)
@@ -385,8 +389,9 @@ class _PartWriter:
         """The model's sentences stay where it put them, unless they are about another
         subject than the one asked ("Contractors installed 3.48 million … across North
         America"), were said already, or `accept_sentence` refuses them."""
+        said = self.said
         return [c for c in placed if c.text.strip() and not self.score.other_subject(c.text)
-                and c.text.strip() not in self.said and (self.accept_sentence is None or self.accept_sentence(c))]
+                and c.text.strip() not in said and (self.accept_sentence is None or self.accept_sentence(c))]
 
     def _lead_and_prose(self, prose: list[Claim], found: list[Fact]) -> list[Claim]:
         """The model's sentences, after the authoritative figure when the prose lacks it;
