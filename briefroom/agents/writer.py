@@ -27,6 +27,7 @@ from briefroom.protocol.messages import MsgType, Priority
 from briefroom.protocol.payloads import Answer, Critique, Question
 from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.records import Claim, DraftSection, Fact, Report, ReportDraft, SourceRecord, WriterDraft
+from briefroom.report.briefing import PartEvidence, evidence_by_part, evidence_listing, evidence_sources
 from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, charter_language, part_query, question_parts
 from briefroom.report.outline import Scorer, answer_scorer, dedupe, leads
@@ -102,13 +103,15 @@ def _sources_listing(allowed: list[str], sources: dict[str, SourceRecord], kinds
 
 
 def draft_task(turn: Turn, parts: list[str], allowed: list[str], sources: dict[str, SourceRecord],
-               kinds: dict[str, SourceProfile], critiques: list[str]) -> str:
-    """The Writer's task from `writer_draft.md`: parts, sources with their kinds, the report
-    asked for; a critique of the last draft after it, as data."""
+               kinds: dict[str, SourceProfile], critiques: list[str], evidence: list[PartEvidence]) -> str:
+    """The Writer's task from `writer_draft.md`: parts, the evidence for each
+    (`report.briefing`), sources with their kinds, the report asked for; a critique of the
+    last draft after it, as data."""
     spec = report_spec(turn)
     language = charter_language(turn.charter)
     task = render(load_template("writer_draft.md"), language=LABELS[language]["language_name"],
                   parts="\n".join(f"{n}. {part}" for n, part in enumerate(parts, start=1)),
+                  evidence=mark_data("evidence", evidence_listing(evidence, kinds, language)),
                   summary_sentences=spec.shape.summary_sentences, kind=spec.kind, words=spec.target_words,
                   audience=spec.audience or "a general reader",
                   sources=mark_data("sources", _sources_listing(allowed, sources, kinds, language)))
@@ -312,7 +315,15 @@ def step(turn: Turn) -> None:
     else:
         critiques = [m.body.content for m in turn.unread_of(MsgType.CRITIQUE)
                      if m.payload_as(Critique).kind == "revise"]
-        task = draft_task(turn, parts, allowed, sources, profiles(sources), critiques)
+        kinds = profiles(sources)
+        ranked = _ranked(turn, sources)
+        # a memory fact the Writer used is not shown again (`unused_facts`), nor is the same sentence of its source
+        kept = unused_facts(ranked, turn.state, turn.role.name)
+        withdrawn = {f.text for f in ranked if f not in kept}
+        shown = [f for f in kept if f.text not in withdrawn]
+        evidence = evidence_by_part(shown, parts, goal, sources, kinds, language, _embed(turn))
+        allowed = list(dict.fromkeys([*allowed, *evidence_sources(evidence)]))  # the model may cite what it is shown
+        task = draft_task(turn, parts, allowed, sources, kinds, critiques, evidence)
         draft, _ = write_verified(turn, task, allowed, facts)
         report = compose(turn, draft, sources)
         # Parts nothing verified answers would say "the documents do not say": memory first.

@@ -1,0 +1,91 @@
+"""What the Writer's model writes from: each part's verified sentences, the authoritative
+figure of the measure asked first, with who says each (`report.briefing`)."""
+
+import json
+
+from briefroom.records import Fact, Passage, SourceRecord
+from briefroom.report.briefing import evidence_by_part, evidence_listing, evidence_sources
+from briefroom.report.source_kinds import profiles
+from tests.fakes import ScriptedChatModel
+from tests.unit.test_memory_decision_points import (
+    DRAFT,
+    GROWTH,
+    S_GROWTH,
+    memory_off,
+    prompt_text,
+    writer_state,
+    writer_turn,
+)
+
+QUESTION = "How many heat pumps were installed in Glenmark in 2025, and why do sales figures differ?"
+PARTS = ["How many heat pumps were installed in Glenmark in 2025", "why do sales figures differ"]
+REGISTRY = "Installers put 0.84 million heat pumps into service in Glenmark in 2025, according to the national register."
+BLOG = "By my own estimate, Glenmark installed 1.2 million heat pumps in 2025."
+SOLD = "Manufacturers sold 1.31 million heat pumps into Glenmark in 2025."
+WHY = "Sales differ from installations because distributors added 0.3 million units to their stock in 2025."
+OTHER = "The average price of a heat pump in Glenmark was 9,800 euros in 2025."
+
+
+def record(sid: str, title: str, *sentences: str) -> SourceRecord:
+    text = " ".join(sentences)
+    return SourceRecord(source_id=sid, title=title, path=f"corpus/{sid}.md",
+                        passages=(Passage(chunk_id=f"{sid}:0", start=0, end=len(text), text=text),))
+
+
+SOURCES = {
+    "S00000001": record("S00000001", "National heat pump register: installations in 2025", REGISTRY),
+    "S00000002": record("S00000002", "Opinion: the heat pump boom is bigger than anyone admits", BLOG),
+    "S00000003": record("S00000003", "Why heat pump sales and installations differ", SOLD, WHY, OTHER),
+}
+
+
+def fact(text: str, sid: str) -> Fact:
+    return Fact(fact_id=f"F{abs(hash(text)) % 10**8}", text=text, numbers=(), source_id=sid, found_by="passage",
+                round=1)
+
+
+FACTS = [fact(BLOG, "S00000002"), fact(SOLD, "S00000003"), fact(WHY, "S00000003"), fact(OTHER, "S00000003"),
+         fact(REGISTRY, "S00000001")]
+
+
+def test_each_part_is_shown_the_authoritative_figure_of_its_measure_first():
+    first, why = evidence_by_part(FACTS, PARTS, QUESTION, SOURCES, profiles(SOURCES), "en")
+    # the register first, not the blog that scores higher or the sales; the figures that differ
+    # next, for the model to set beside it; other sentences of the subject only after them
+    assert first.part == PARTS[0] and [f.text for f in first.facts[:3]] == [REGISTRY, BLOG, SOLD]
+    assert WHY in {f.text for f in why.facts}
+
+
+def test_a_part_shows_at_most_the_sentences_asked_for():
+    evidence = evidence_by_part(FACTS, PARTS, QUESTION, SOURCES, profiles(SOURCES), "en", per_part=1)
+    assert [len(e.facts) for e in evidence] == [1, 1]
+
+
+def test_a_sentence_of_a_source_not_retrieved_is_not_shown():
+    stray = fact("Glenmark installed 0.5 million heat pumps in 2025.", "S00000009")
+    (first, _) = evidence_by_part([stray, *FACTS], PARTS, QUESTION, SOURCES, profiles(SOURCES), "en")
+    assert stray.text not in {f.text for f in first.facts}
+
+
+def test_the_listing_names_each_sentences_source_and_kind_and_says_when_a_part_has_none():
+    kinds = profiles(SOURCES)
+    evidence = evidence_by_part(FACTS, [*PARTS, "what colour is the sky on Mars"], QUESTION,
+                                SOURCES, kinds, "en")
+    listing = evidence_listing(evidence, kinds, "en")
+    registry_kind = kinds["S00000001"].label("en")
+    assert f"Part 1: {PARTS[0]}\n- [S00000001, {registry_kind}] {REGISTRY}" in listing
+    assert "Part 3: what colour is the sky on Mars\n- (no verified sentence answers this part)" \
+        in listing
+    assert evidence_sources(evidence)[0] == "S00000001"
+
+
+def test_the_writers_draft_prompt_shows_the_evidence_and_lets_it_cite_a_source_no_conclusion_named():
+    state = writer_state()
+    spending = "Public cloud spending will reach 723 billion USD in 2026, the analysts expect."
+    state["sources"] = {**state["sources"], "S0000cccc": record("S0000cccc", "Cloud spending outlook", spending)}
+    model = ScriptedChatModel([DRAFT])
+    writer_turn(state, memory_off(), model)
+    prompt = prompt_text(model, 0)
+    assert f"Part 2: which provider grew fastest\n- [{S_GROWTH}, " in prompt and GROWTH in prompt
+    assert "Part 1: How big will public cloud spending be in 2026\n- [S0000cccc, " in prompt
+    assert "S0000cccc" in json.dumps(model.calls[0]["kwargs"]["response_format"]["schema"])  # citable
