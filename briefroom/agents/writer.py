@@ -1,14 +1,16 @@
 """Writer: the model writes the report's prose; code verifies every sentence and gives
 the report its shape.
 
-One turn: the model drafts prose per part of the question from accepted conclusions and
-verified facts (`writer_draft.md`); each sentence is checked against the passages it
-cites, by code and by one bounded judgement call (`report.verify`); what fails goes back
-to the model once with the reason (`writer_revise.md`), then is replaced by the quote it
-rests on or dropped; `report.shape` builds the report around the question's parts with
-the sources weighed (`report.source_kinds`). A part that no verified fact of this run
-answers is looked up in long-term memory before the report says the documents do not
-say (`fill_from_memory`), then asked of the Searcher.
+One turn: for each part of the question, code picks the verified source sentences that
+answer it (`report.briefing`) and the model writes that part's section from them in its
+own words (`writer_part.md`, one call a part); each sentence is checked against the
+passages it cites, by code and by one bounded judgement call (`report.verify`); what
+fails goes back once, to the part it was written for, with the reason
+(`writer_revise.md`), then is replaced by the quote it rests on or dropped;
+`report.shape` builds the report around the question's parts with the sources weighed
+(`report.source_kinds`). A part that no verified fact of this run answers is looked up
+in long-term memory before the report says the documents do not say
+(`fill_from_memory`), then asked of the Searcher.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from briefroom.protocol.extraction import content_words, numbers_in, statements
 from briefroom.protocol.messages import MsgType, Priority
 from briefroom.protocol.payloads import Answer, Critique, Question
 from briefroom.protocol.prompt_assembly import mark_data
-from briefroom.records import Claim, DraftSection, Fact, Report, ReportDraft, SourceRecord, WriterDraft
-from briefroom.report.briefing import PartEvidence, evidence_by_part, evidence_listing, evidence_sources
+from briefroom.records import MAX_PARTS, Claim, DraftSection, Fact, Report, ReportDraft, SourceRecord, WriterDraft
+from briefroom.report.briefing import PartEvidence, evidence_by_part, evidence_lines, evidence_sources
 from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, charter_language, part_query, question_parts
 from briefroom.report.outline import Scorer, answer_scorer, dedupe, leads
@@ -38,9 +40,9 @@ from briefroom.report.verify import (
     Judge,
     Repair,
     SupportReview,
-    empty_draft,
     failures,
     narrowed_citations,
+    no_claim,
     quote_of,
     settle,
 )
@@ -97,24 +99,17 @@ def report_spec(turn: Turn) -> ReportSpec:
     return turn.ctx.report
 
 
-def _sources_listing(allowed: list[str], sources: dict[str, SourceRecord], kinds: dict[str, SourceProfile],
-                     language: str) -> str:
-    return "\n".join(f"- {sid}: {sources[sid].title} ({kinds[sid].label(language)})" for sid in allowed)
-
-
-def draft_task(turn: Turn, parts: list[str], allowed: list[str], sources: dict[str, SourceRecord],
-               kinds: dict[str, SourceProfile], critiques: list[str], evidence: list[PartEvidence]) -> str:
-    """The Writer's task from `writer_draft.md`: parts, the evidence for each
-    (`report.briefing`), sources with their kinds, the report asked for; a critique of the
-    last draft after it, as data."""
+def part_task(turn: Turn, part: str, evidence: PartEvidence, kinds: dict[str, SourceProfile],
+              critiques: list[str]) -> str:
+    """The task of one section (`writer_part.md`): the part, the whole question, the part's
+    evidence with each source's kind (`report.briefing`), the report asked for; a critique
+    of the last draft after it, as data. One part at a time: a small model shown the whole
+    question's evidence at once copies it sentence by sentence; shown one part's, it writes."""
     spec = report_spec(turn)
     language = charter_language(turn.charter)
-    task = render(load_template("writer_draft.md"), language=LABELS[language]["language_name"],
-                  parts="\n".join(f"{n}. {part}" for n, part in enumerate(parts, start=1)),
-                  evidence=mark_data("evidence", evidence_listing(evidence, kinds, language)),
-                  summary_sentences=spec.shape.summary_sentences, kind=spec.kind, words=spec.target_words,
-                  audience=spec.audience or "a general reader",
-                  sources=mark_data("sources", _sources_listing(allowed, sources, kinds, language)))
+    task = render(load_template("writer_part.md"), language=LABELS[language]["language_name"], part=part,
+                  question=turn.charter.goal, evidence=mark_data("evidence", evidence_lines(evidence, kinds, language)),
+                  kind=spec.kind, words=spec.target_words, audience=spec.audience or "a general reader")
     if critiques:
         task += "\nThe Critic sent the last draft back:\n" + mark_data("critique", "\n".join(critiques))
     return task
@@ -151,40 +146,62 @@ def support_judge(turn: Turn, texts: dict[str, str]) -> Judge:
     return judge
 
 
-def write_verified(turn: Turn, task: str, allowed: list[str], facts: list[Fact]) -> tuple[WriterDraft, list[Repair]]:
-    """The model's draft with every sentence verified (`verify.settle`): failures go back
-    once with their reasons, then are quoted or dropped. Each outcome is logged."""
+def write_verified(turn: Turn, tasks: dict[int, str], allowed: dict[int, list[str]],
+                   facts: list[Fact]) -> tuple[WriterDraft, list[Repair]]:
+    """The model's sections, one call per part (`tasks`: part index -> its task; `allowed`:
+    the source ids it may cite), every sentence verified (`verify.settle`): failures go
+    back once with their reasons, to the part they were written for, then are quoted or
+    dropped. Each outcome is logged. The short answer is part 1's first sentence that
+    stood; code's shape weighs it against the authoritative figure."""
     texts = turn.source_texts()
     shown = unused_facts(facts, turn.state, turn.role.name)  # a memory fact already used is not shown again
-    try:
-        # cut at the output cap (a small model's long draft), asking again only repeats it
-        draft = turn.ask(task, WriterDraft, facts=shown, enums={"source_ids": allowed}, give_up_when_cut=True)
-    except ContractError as exc:
-        # A model that cannot write the draft's JSON at all (a tiny one on a long Chinese
-        # draft): the report is built from verified source sentences alone, as it is for
-        # any part the prose leaves unanswered. The contract errors are in the log.
-        _gave_up(turn, "the model's draft was invalid JSON or cut at the output cap", exc)
-        return empty_draft(), []
+
+    def section(n: int, task: str) -> DraftSection | None:
+        try:
+            # cut at the output cap (a small model's long section), asking again only repeats it
+            written = turn.ask(task, DraftSection, facts=shown, enums={"source_ids": allowed[n]},
+                               give_up_when_cut=True)
+        except ContractError as exc:
+            # A model that cannot write the section's JSON at all: the part is answered from
+            # verified source sentences alone, as any part the prose leaves unanswered.
+            _gave_up(turn, f"the model's section for part {n + 1} was invalid JSON or cut at the output cap", exc)
+            return None
+        return written.model_copy(update={"part": n + 1})
+
+    written = {n: section(n, task) for n, task in tasks.items()}
+    draft = sections_draft(written)
     judge = support_judge(turn, texts)
 
     def redraft(failed: list[tuple[Claim, str]]) -> WriterDraft:
-        listing = "\n".join(f"- {claim.text} — {why}" for claim, why in failed)
-        again = render(load_template("writer_revise.md"), failures=mark_data("failures", listing))
-        try:
-            return turn.ask(task + "\n\n" + again, WriterDraft, facts=shown, enums={"source_ids": allowed},
-                            give_up_when_cut=True)
-        except ContractError as exc:  # the first draft stands; what failed in it is quoted or dropped
-            _gave_up(turn, "the model's revision was invalid JSON or cut at the output cap", exc)
-            return draft
+        for n, sent in list(written.items()):
+            mine = [f"- {claim.text} — {why}" for claim, why in failed
+                    if sent is not None and any(claim is c for c in sent.claims)]
+            if mine:
+                again = render(load_template("writer_revise.md"), failures=mark_data("failures", "\n".join(mine)))
+                written[n] = section(n, tasks[n] + "\n\n" + again) or sent  # invalid again: the first stands
+        return sections_draft(written)
 
-    settled, repairs, sent_back = settle(draft, lambda claims: failures(claims, texts, judge), redraft,
-                                         lambda claim: quote_of(claim, texts))
+    def check(claims: list[Claim]) -> dict[int, str]:  # the empty short answer is code's to fill, not a failure
+        return {n: why for n, why in failures(claims, texts, judge).items() if claims[n].text.strip()}
+
+    settled, repairs, sent_back = settle(draft, check, redraft, lambda claim: quote_of(claim, texts))
     settled = narrowed_citations(settled, texts)
+    opening = next((c for s in settled.sections if s.part == 1 for c in s.claims if c.source_ids), None)
+    if opening is not None:
+        settled = settled.model_copy(update={"short_answer": opening})
     if sent_back:
         turn.note(f"sent {sent_back} sentence(s) back to the model once with the reasons")
     for repair in repairs:
         turn.ctx.log.write(ReportRepair(agent=turn.role.name, round=turn.round, repair=repair.line()))
     return settled, repairs
+
+
+def sections_draft(written: dict[int, DraftSection | None]) -> WriterDraft:
+    """The sections written, in the parts' order, as a draft: no title, short answer or
+    summary yet (code's shape gives the title and the summary; the short answer is the
+    first sentence of part 1 that stands)."""
+    return WriterDraft.model_construct(title="", short_answer=no_claim(), summary=[],
+                                       sections=[s for _, s in sorted(written.items()) if s is not None])
 
 
 def _gave_up(turn: Turn, reason: str, exc: ContractError) -> None:
@@ -322,9 +339,11 @@ def step(turn: Turn) -> None:
         withdrawn = {f.text for f in ranked if f not in kept}
         shown = [f for f in kept if f.text not in withdrawn]
         evidence = evidence_by_part(shown, parts, goal, sources, kinds, language, _embed(turn))
-        allowed = list(dict.fromkeys([*allowed, *evidence_sources(evidence)]))  # the model may cite what it is shown
-        task = draft_task(turn, parts, allowed, sources, kinds, critiques, evidence)
-        draft, _ = write_verified(turn, task, allowed, facts)
+        # each part's section may cite what it is shown and what the team's findings rest on
+        tasks = {n: part_task(turn, parts[n], evidence[n], kinds, critiques)
+                 for n in range(min(len(parts), MAX_PARTS)) if evidence[n].facts}
+        citable = {n: list(dict.fromkeys([*evidence_sources([evidence[n]]), *allowed])) for n in tasks}
+        draft, _ = write_verified(turn, tasks, citable, facts)
         report = compose(turn, draft, sources)
         # Parts nothing verified answers would say "the documents do not say": memory first.
         if fill_from_memory(turn, _unanswered(report, parts), asked):

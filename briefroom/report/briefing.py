@@ -56,18 +56,14 @@ def evidence_by_part(facts: list[Fact], parts: list[str], question: str, sources
     return out
 
 
-def evidence_listing(evidence: list[PartEvidence], kinds: dict[str, SourceProfile], language: str) -> str:
-    """The evidence as the Writer's task shows it: a numbered block per part, each
-    sentence with its source id and that source's kind."""
+def evidence_lines(item: PartEvidence, kinds: dict[str, SourceProfile], language: str) -> str:
+    """A part's evidence as the Writer's task shows it: each sentence after its source id
+    and that source's kind."""
     lines = []
-    for n, item in enumerate(evidence, start=1):
-        lines.append(f"Part {n}: {item.part}")
-        for fact in item.facts:
-            kind = kinds[fact.source_id].label(language) if fact.source_id in kinds else "source"
-            lines.append(f"- [{fact.source_id}, {kind}] {fact.text}")
-        if not item.facts:
-            lines.append("- (no verified sentence answers this part)")
-    return "\n".join(lines)
+    for fact in item.facts:
+        kind = kinds[fact.source_id].label(language) if fact.source_id in kinds else "source"
+        lines.append(f"- [{fact.source_id}, {kind}] {fact.text}")
+    return "\n".join(lines) or "- (no verified sentence answers this part)"
 
 
 def evidence_sources(evidence: list[PartEvidence]) -> list[str]:

@@ -394,12 +394,16 @@ class _PartWriter:
                 and c.text.strip() not in said and (self.accept_sentence is None or self.accept_sentence(c))]
 
     def _lead_and_prose(self, prose: list[Claim], found: list[Fact]) -> list[Claim]:
-        """The model's sentences, after the authoritative figure when the prose lacks it;
-        the lead alone when there are none."""
+        """The model's sentences, after the authoritative figure when the prose lacks it, and
+        led by the sentence that gives it when the prose has it (the answer before the
+        forecast beside it); the lead alone when there are none."""
         claims: list[Claim] = []
         if found and not _says_figures_of(prose, found[0]):
             claims.append(quote(found[0]))
         lead = found[0] if found else None
+        if lead is not None and figures(lead.text):  # the answer first: the sentence giving the lead's figures
+            first = next((c for c in prose if figures(lead.text) <= figures(c.text)), None)
+            prose = prose if first is None else [first, *(c for c in prose if c is not first)]
         claims += [self._beside_the_lead(c, lead) for c in prose[:self.shape.sentences_per_section]]
         if not claims and found:
             claims.append(quote(found[0]))

@@ -259,11 +259,6 @@ def no_claim() -> Claim:
     return Claim.model_construct(text="", source_ids=[], attribution=None)
 
 
-def empty_draft() -> WriterDraft:
-    """A draft with no prose: `shape.assemble` then quotes the verified sentence for each part."""
-    return WriterDraft.model_construct(title="", short_answer=no_claim(), summary=[], sections=[])
-
-
 def quote_of(claim: Claim, source_texts: dict[str, str]) -> Claim | None:
     """The source sentence a failed sentence rests on, quoted and cited; None if none."""
     found = anchor(claim, source_texts)

@@ -4,12 +4,11 @@ figure of the measure asked first, with who says each (`report.briefing`)."""
 import json
 
 from briefroom.records import Fact, Passage, SourceRecord
-from briefroom.report.briefing import evidence_by_part, evidence_listing, evidence_sources
+from briefroom.report.briefing import evidence_by_part, evidence_lines, evidence_sources
 from briefroom.report.source_kinds import profiles
 from tests.fakes import ScriptedChatModel
 from tests.unit.test_memory_decision_points import (
     DRAFT,
-    GROWTH,
     S_GROWTH,
     memory_off,
     prompt_text,
@@ -67,25 +66,23 @@ def test_a_sentence_of_a_source_not_retrieved_is_not_shown():
     assert stray.text not in {f.text for f in first.facts}
 
 
-def test_the_listing_names_each_sentences_source_and_kind_and_says_when_a_part_has_none():
+def test_a_parts_lines_name_each_sentences_source_and_kind_and_say_when_it_has_none():
     kinds = profiles(SOURCES)
-    evidence = evidence_by_part(FACTS, [*PARTS, "what colour is the sky on Mars"], QUESTION,
-                                SOURCES, kinds, "en")
-    listing = evidence_listing(evidence, kinds, "en")
+    evidence = evidence_by_part(FACTS, [*PARTS, "what colour is the sky on Mars"], QUESTION, SOURCES, kinds, "en")
     registry_kind = kinds["S00000001"].label("en")
-    assert f"Part 1: {PARTS[0]}\n- [S00000001, {registry_kind}] {REGISTRY}" in listing
-    assert "Part 3: what colour is the sky on Mars\n- (no verified sentence answers this part)" \
-        in listing
+    assert evidence_lines(evidence[0], kinds, "en").startswith(f"- [S00000001, {registry_kind}] {REGISTRY}\n")
+    assert evidence_lines(evidence[2], kinds, "en") == "- (no verified sentence answers this part)"
     assert evidence_sources(evidence)[0] == "S00000001"
 
 
-def test_the_writers_draft_prompt_shows_the_evidence_and_lets_it_cite_a_source_no_conclusion_named():
+def test_the_writer_asks_for_each_part_with_evidence_from_that_evidence_and_may_cite_a_source_no_finding_named():
     state = writer_state()
     spending = "Public cloud spending will reach 723 billion USD in 2026, the analysts expect."
     state["sources"] = {**state["sources"], "S0000cccc": record("S0000cccc", "Cloud spending outlook", spending)}
-    model = ScriptedChatModel([DRAFT])
+    model = ScriptedChatModel([DRAFT, DRAFT])
     writer_turn(state, memory_off(), model)
-    prompt = prompt_text(model, 0)
-    assert f"Part 2: which provider grew fastest\n- [{S_GROWTH}, " in prompt and GROWTH in prompt
-    assert "Part 1: How big will public cloud spending be in 2026\n- [S0000cccc, " in prompt
+    first, second = prompt_text(model, 0), prompt_text(model, 1)
+    assert "1. How big will public cloud spending be in 2026" in first and "- [S0000cccc, " in first
+    assert "1. which provider grew fastest" in second and f"- [{S_GROWTH}, " in second
+    assert spending not in second.split("## Current task")[-1]  # each part's own evidence, not another's
     assert "S0000cccc" in json.dumps(model.calls[0]["kwargs"]["response_format"]["schema"])  # citable

@@ -327,3 +327,12 @@ def test_a_source_id_the_model_wrote_into_its_sentence_is_not_printed():
     assert without_written_ids("全年净迁入人口约6.6万人。 [S856ea263]", set(sources)) == "全年净迁入人口约6.6万人。"
     assert without_written_ids("It rose 3% (source S856ea263).", set(sources)) == "It rose 3%."
     assert without_written_ids("It rose 3% [S00000000].", set(sources)) == "It rose 3% [S00000000]."  # no source
+
+
+def test_a_section_opens_with_the_sentence_that_gives_its_answer_not_the_figure_beside_it():
+    blog = Claim(text="One blogger puts the 2025 installations at 2.9 million, an estimate.", source_ids=["BLOG"])
+    answer = Claim(text="Registered installers commissioned 1.84 million heat pumps across Europe in 2025.",
+                   source_ids=["REG"])
+    report = build(WriterDraft(title="Heat pumps in Europe", short_answer=answer,
+                               sections=[DraftSection(heading="Installations", claims=[blog, answer], part=1)]))
+    assert [c.text for c in report.sections[0].claims][:2] == [answer.text, blog.text]
