@@ -37,5 +37,11 @@ class FatalBreaker(BriefroomError):
     """The run must stop at once (budget exhausted, forbidden action, secret in a prompt)."""
 
 
+class MustKeepOverBudget(FatalBreaker):
+    """What a prompt must keep (charter, task, instructions, open critiques) does not fit
+    the role's input budget. Fatal for a call the role needs; a caller with an optional
+    call (the Writer's revision) may go on without it."""
+
+
 class ConfigError(BriefroomError):
     """Bad settings, flags, or files given by the user."""

@@ -19,7 +19,7 @@ import hashlib
 
 from briefroom.agents.base import Role, Turn
 from briefroom.agents.report_message import REPORT, ReportMessage
-from briefroom.errors import ContractError
+from briefroom.errors import ContractError, MustKeepOverBudget
 from briefroom.events import Fallback, MemoryReuse, ReportRepair
 from briefroom.memory.reading import memory_item, memory_reader, remembered_fact, unused_facts
 from briefroom.prompts import load_template, render
@@ -168,6 +168,17 @@ def write_verified(turn: Turn, tasks: dict[int, str], allowed: dict[int, list[st
             return None
         return written.model_copy(update={"part": n + 1})
 
+    def revised(n: int, task: str, first: DraftSection | None) -> DraftSection | None:
+        try:
+            return section(n, task) or first  # invalid again: the first stands
+        except MustKeepOverBudget as exc:
+            # A revision is worth asking only while it fits: SmolLM2's Chinese section of
+            # eight sentences, each failing several checks, made the list sent back outgrow
+            # the Writer's budget. The first section stands; what fails in it is quoted or dropped.
+            turn.ctx.log.write(Fallback(agent=turn.worker, round=turn.round,
+                                        reason=f"part {n + 1} not sent back: {str(exc)[:200]}"))
+            return first
+
     written = {n: section(n, task) for n, task in tasks.items()}
     draft = sections_draft(written)
     judge = support_judge(turn, texts)
@@ -178,7 +189,7 @@ def write_verified(turn: Turn, tasks: dict[int, str], allowed: dict[int, list[st
                     if sent is not None and any(claim is c for c in sent.claims)]
             if mine:
                 again = render(load_template("writer_revise.md"), failures=mark_data("failures", "\n".join(mine)))
-                written[n] = section(n, tasks[n] + "\n\n" + again) or sent  # invalid again: the first stands
+                written[n] = revised(n, tasks[n] + "\n\n" + again, sent)
         return sections_draft(written)
 
     def check(claims: list[Claim]) -> dict[int, str]:  # the empty short answer is code's to fill, not a failure
@@ -338,10 +349,10 @@ def step(turn: Turn) -> None:
         kept = unused_facts(ranked, turn.state, turn.role.name)
         withdrawn = {f.text for f in ranked if f not in kept}
         shown = [f for f in kept if f.text not in withdrawn]
-        evidence = evidence_by_part(shown, parts, goal, sources, kinds, language, _embed(turn))
+        # a report has at most MAX_PARTS sections (`shape.assemble` names the parts left out)
+        evidence = evidence_by_part(shown, parts[:MAX_PARTS], goal, sources, kinds, language, _embed(turn))
         # each part's section may cite what it is shown and what the team's findings rest on
-        tasks = {n: part_task(turn, parts[n], evidence[n], kinds, critiques)
-                 for n in range(min(len(parts), MAX_PARTS)) if evidence[n].facts}
+        tasks = {n: part_task(turn, item.part, item, kinds, critiques) for n, item in enumerate(evidence) if item.facts}
         citable = {n: list(dict.fromkeys([*evidence_sources([evidence[n]]), *allowed])) for n in tasks}
         draft, _ = write_verified(turn, tasks, citable, facts)
         report = compose(turn, draft, sources)

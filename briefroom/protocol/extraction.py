@@ -49,6 +49,10 @@ _UNITS: dict[str, tuple[str, int]] = {
     "瓦时": ("Wh", 1), "千瓦": ("W", 10**3), "兆瓦": ("W", 10**6), "吉瓦": ("W", 10**9), "太瓦": ("W", 10**12),
     "kWh": ("Wh", 10**3), "MWh": ("Wh", 10**6), "GWh": ("Wh", 10**9), "TWh": ("Wh", 10**12), "Wh": ("Wh", 1),
     "kW": ("W", 10**3), "MW": ("W", 10**6), "GW": ("W", 10**9), "TW": ("W", 10**12), "W": ("W", 1),
+    # mass, in grams: "14 grams of CO2" is not "14 times as much", "0.143 kilograms" is "143 grams"
+    "grams": ("g", 1), "gram": ("g", 1), "g": ("g", 1), "kilograms": ("g", 10**3), "kilogram": ("g", 10**3),
+    "kg": ("g", 10**3), "tonnes": ("g", 10**6), "tonne": ("g", 10**6), "tons": ("g", 10**6),
+    "克": ("g", 1), "千克": ("g", 10**3), "公斤": ("g", 10**3), "吨": ("g", 10**6),
 }
 _UNIT = re.compile(r"\s?(" + "|".join(sorted(_UNITS, key=len, reverse=True)) + r")(?![A-Za-z])")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from briefroom.errors import FatalBreaker
+from briefroom.errors import MustKeepOverBudget
 from briefroom.protocol.budget import TokenCounter
 from briefroom.protocol.data_blocks import DATA_BLOCK as DATA_BLOCK
 from briefroom.protocol.data_blocks import DATA_NOTICE as DATA_NOTICE
@@ -160,7 +160,7 @@ class ContextBuilder:
         fixed = plan.pin_must_keep(sections)
         fixed += sum(self.counter.count(s.title + "\n") for s in sections if s.items)
         if fixed > self.budget:
-            raise FatalBreaker(f"must-keep context (charter, task, instructions, open critiques) needs {fixed} "
+            raise MustKeepOverBudget(f"must-keep context (charter, task, instructions, open critiques) needs {fixed} "
                                f"tokens but the role's input budget is {self.budget}; raise the budget or shorten them")
         pending, left = self._fill_shares(plan, sections, ranked, self.budget - fixed)
         plan.fill_spare(pending, max(left, 0))
@@ -261,7 +261,7 @@ class ContextBuilder:
             name, item = sheddable.pop(0)
             shed(name, item, "over budget after assembly")
         if total > self.budget:
-            raise FatalBreaker(f"must-keep context needs {total} tokens but the role's input budget is {self.budget}")
+            raise MustKeepOverBudget(f"must-keep context needs {total} tokens but the role's input budget is {self.budget}")
         return BuiltPrompt(messages=[SystemMessage(content=system_text), HumanMessage(content=user_text)],
                            section_tokens=section_tokens, total_tokens=total, budget=self.budget,
                            prefix_hash=hashlib.sha256(system_text.encode()).hexdigest()[:16], stats=stats)

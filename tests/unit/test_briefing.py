@@ -1,8 +1,11 @@
 """What the Writer's model writes from: each part's verified sentences, the authoritative
 figure of the measure asked first, with who says each (`report.briefing`)."""
 
+import dataclasses
 import json
 
+from briefroom.agents.base import Turn
+from briefroom.events import Fallback
 from briefroom.records import Fact, Passage, SourceRecord
 from briefroom.report.briefing import evidence_by_part, evidence_lines, evidence_sources
 from briefroom.report.source_kinds import profiles
@@ -10,8 +13,11 @@ from tests.fakes import ScriptedChatModel
 from tests.unit.test_memory_decision_points import (
     DRAFT,
     S_GROWTH,
+    context,
     memory_off,
     prompt_text,
+    report_of,
+    role_named,
     writer_state,
     writer_turn,
 )
@@ -86,3 +92,20 @@ def test_the_writer_asks_for_each_part_with_evidence_from_that_evidence_and_may_
     assert "1. which provider grew fastest" in second and f"- [{S_GROWTH}, " in second
     assert spending not in second.split("## Current task")[-1]  # each part's own evidence, not another's
     assert "S0000cccc" in json.dumps(model.calls[0]["kwargs"]["response_format"]["schema"])  # citable
+
+
+def test_a_revision_that_does_not_fit_the_writers_budget_is_not_asked_and_the_run_goes_on():
+    # a small model's section of eight long sentences, each with a figure no source gives:
+    # the list sent back outgrows the budget; the first section stands, its failures repaired
+    filler = " ".join(["according to every provider's own very long annual statement"] * 60)
+    bad = {"heading": "Provider growth",
+           "claims": [{"text": f"Azure grew {90 + n} percent, {filler}.", "source_ids": [S_GROWTH]} for n in range(8)]}
+    model = ScriptedChatModel([bad, bad, bad])
+    writer = dataclasses.replace(role_named("writer"), budget_tokens=2500)
+    turn = Turn(role=writer, state=writer_state(), ctx=context("writer", model, memory_off()))
+    writer.step(turn)
+    assert not any("could not be verified" in prompt_text(model, n) for n in range(len(model.calls)))
+    (fallback,) = [e for e in turn.ctx.log.events if isinstance(e, Fallback) and "not sent back" in e.reason]
+    assert "must-keep context" in fallback.reason
+    growth = report_of(turn).draft.sections[1].claims
+    assert growth and all("Azure grew 9" not in c.text for c in growth)  # the failures were quoted or dropped

@@ -119,12 +119,17 @@ def test_a_claims_figure_must_match_with_its_scale_and_unit_not_just_its_digits(
     wrong = [("Spending reached 723 million.", "Spending will reach 723 billion USD."),
              ("Capacity is 32 MW.", "Capacity is 32 GW."),
              ("充电桩占比为5%。", "占比为千分之五。"),
-             ("占比为零点八。", "占比为0.5。")]
+             ("占比为零点八。", "占比为0.5。"),
+             ("Rail emitted 14 grams of CO2 per kilometre.", "A flight emitted about 14 times as much as rail."),
+             ("排放量为32万吨。", "排放量为32万千瓦时。")]
     right = [("It will reach 723 billion.", "Spending will reach 723 billion USD."),
              ("It reaches 723.", "Spending will reach 723 billion USD."),
              ("The total is 1.2亿.", "There were 120 million riders."),
              ("新增32吉瓦。", "新增装机3,200万千瓦。"),
-             ("占比为0.5%。", "占比为千分之五。")]
+             ("占比为0.5%。", "占比为千分之五。"),
+             ("Rail emitted 143 g of CO2.", "High-speed rail emitted 143 grams of CO2."),
+             ("It emitted 0.143 kilograms.", "It emitted 143 grams."),
+             ("排放量为32万吨。", "The plant emitted 320,000 tonnes.")]
     assert all(unsupported_numbers(claim, readings_in(source)) for claim, source in wrong)
     assert not any(unsupported_numbers(claim, readings_in(source)) for claim, source in right)
 
