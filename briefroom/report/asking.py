@@ -254,6 +254,15 @@ def labels_the_report(label: str) -> bool:
     return about_the_report(label) or bool(_REPORT_LABEL.search(label))
 
 
+# A Markdown table flattened into one line ("| Measure | 2024 | 2025 | |---|---|---| …"):
+# cells, not a sentence a reader can take as an answer.
+_TABLE = re.compile(r"\|\s*:?-{3,}:?\s*\||(?:\|[^|]*){4,}\|")
+
+
+def holds_table(text: str) -> bool:
+    return bool(_TABLE.search(text))
+
+
 def is_statement(text: str) -> bool:
     """A sentence, not a heading or caption that lost its markup."""
     return text.rstrip(" ”\"'）)").endswith((".", "!", "?", "。", "！", "？")) or len(text.split()) >= 12

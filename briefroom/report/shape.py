@@ -32,6 +32,7 @@ from briefroom.report.asking import (
     dated_year,
     figures,
     gives_only_differences,
+    holds_table,
     is_title,
     labels_the_report,
     measured_apart,
@@ -434,8 +435,9 @@ class _PartWriter:
 
 def _short_answer(model: Claim, lead: Fact | None, sections: list[DraftSection],
                   profiles: dict[str, SourceProfile], label: Labeller, lab: dict[str, str]) -> Claim:
-    """The model's short answer if it gives the lead figure of the first part and rests on a
-    source at least as authoritative as the lead's; else the lead itself, quoted."""
+    """The model's short answer if it gives the lead figure of the first part, rests on a
+    source at least as authoritative as the lead's and is a sentence (a table copied whole
+    holds the figure among a dozen others); else the lead itself, quoted."""
     first_cited = next((c for c in sections[0].claims if c.source_ids), None) if sections else None
     if lead is None:
         if first_cited is None:
@@ -443,7 +445,8 @@ def _short_answer(model: Claim, lead: Fact | None, sections: list[DraftSection],
         return model if model.text.strip() and model.source_ids else first_cited
     best = profiles[lead.source_id].authority if lead.source_id in profiles else 1.0
     rests_on = max((profiles[s].authority for s in model.source_ids if s in profiles), default=0.0)
-    if model.text.strip() and model.source_ids and figures(lead.text) & figures(model.text) and rests_on >= best:
+    if model.text.strip() and model.source_ids and figures(lead.text) & figures(model.text) and rests_on >= best \
+            and not holds_table(model.text):
         return label.labelled(model)
     return label.labelled(quote(lead))  # an estimate that is all there is says it is one
 

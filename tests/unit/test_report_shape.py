@@ -336,3 +336,10 @@ def test_a_section_opens_with_the_sentence_that_gives_its_answer_not_the_figure_
     report = build(WriterDraft(title="Heat pumps in Europe", short_answer=answer,
                                sections=[DraftSection(heading="Installations", claims=[blog, answer], part=1)]))
     assert [c.text for c in report.sections[0].claims][:2] == [answer.text, blog.text]
+
+
+def test_a_table_the_model_copied_is_not_the_short_answer_though_it_holds_the_figure():
+    table = Claim(text="| Measure | 2024 | 2025 | |---|---|---| | Installed (million) | 1.97 | 1.84 |", source_ids=["REG"])
+    report = build(WriterDraft(title="Heat pumps in Europe", short_answer=table,
+                               sections=[DraftSection(heading="Installations", claims=[table], part=1)]))
+    assert report.short_answer.text == "“Installers put 1.84 million heat pumps into service across Europe in 2025.”"
