@@ -60,16 +60,16 @@ def test_full_round_with_scripted_models(small_corpus, data_dir, tmp_path):
         return AIMessage(content=json.dumps({"verdicts": [
             {"msg_id": i, "verdict": "accept", "reason": "supported"} for i in enum_of(kwargs, "msg_id")]}))
 
-    bad_draft = {"title": "Cloud market 2026", "short_answer": {"text": "It is 723 billion USD, up from 999 billion USD.",
-                                                          "source_ids": [market]},
-                 "sections": [{"heading": "Size", "claims": [{"text": "Azure grew 31%.", "source_ids": [market]}]}]}
-    good_draft = {"title": "Cloud market 2026",
-                  "short_answer": {"text": "Spending will reach 723 billion USD in 2026.", "source_ids": [market]},
-                  "sections": [{"heading": "Cloud growth", "claims": [{"text": "Azure grew 31% while AWS grew 17%.",
-                                                                 "source_ids": [market]}]}]}
+    # the Writer's section for the question's one part: a figure no source gives goes back once
+    bad_draft = {"heading": "Size", "claims": [{"text": "It is 723 billion USD, up from 999 billion USD.",
+                                                "source_ids": [market]},
+                                               {"text": "Azure grew 31%.", "source_ids": [market]}]}
+    good_draft = {"heading": "Cloud growth", "claims": [
+        {"text": "Spending will reach 723 billion USD in 2026.", "source_ids": [market]},
+        {"text": "Azure grew 31% while AWS grew 17%.", "source_ids": [market]}]}
 
     def second_draft(messages, kwargs):
-        assert "999 does not appear" in messages[-1].content  # the critique reached the writer
+        assert "999 does not appear" in messages[-1].content  # the failure and its reason reached the model
         return AIMessage(content=json.dumps(good_draft))
 
     pool, models = pool_of({
