@@ -49,9 +49,8 @@ def evidence_by_part(facts: list[Fact], parts: list[str], question: str, sources
         if chosen:
             led.add(chosen[0].text)
         shown = {f.text for f in chosen}
-        rest = sorted((f for f in facts if f.text not in shown and may_answer(f.text, part, question)
-                       and score(f.text, part) >= ANSWERS_PART),
-                      key=lambda f: -score(f.text, part))
+        scored = [(score(f.text, part), f) for f in facts if f.text not in shown and may_answer(f.text, part, question)]
+        rest = [f for relevance, f in sorted(scored, key=lambda t: -t[0]) if relevance >= ANSWERS_PART]  # stable
         out.append(PartEvidence(part, tuple([*chosen, *rest][:per_part])))
     return out
 
