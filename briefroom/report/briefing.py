@@ -6,7 +6,9 @@ model shown only those can do no more than copy them. An analyst writes from the
 evidence: the authoritative figure of the measure asked, the figures that differ from it
 and what they measure, the sentences that explain. Code chooses them the way the report's
 shape does (`outline.part_leads`: the lead, then rivals), then adds the next best
-sentences of the part, so the model has the material to say what they mean together.
+sentences that pass the same rules a lead must (`outline.answering`: about the part's
+subject, not only sharing its names), so the model has the material to say what they
+mean together.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from briefroom.records import Fact, SourceRecord
-from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, may_answer, part_leads
+from briefroom.report.outline import Embed, Scorer, answering, dedupe, part_leads
 from briefroom.report.source_kinds import SourceProfile
 
 # Sentences shown per part: the lead and its rivals first, then the best of the rest. Enough
@@ -48,9 +50,7 @@ def evidence_by_part(facts: list[Fact], parts: list[str], question: str, sources
         chosen = part_leads(facts, part, score, titles, led, authority)[:per_part]
         if chosen:
             led.add(chosen[0].text)
-        shown = {f.text for f in chosen}
-        scored = [(score(f.text, part), f) for f in facts if f.text not in shown and may_answer(f.text, part, question)]
-        rest = [f for relevance, f in sorted(scored, key=lambda t: -t[0]) if relevance >= ANSWERS_PART]  # stable
+        rest = answering(facts, part, score, titles, {f.text for f in chosen})
         out.append(PartEvidence(part, tuple([*chosen, *rest][:per_part])))
     return out
 

@@ -418,6 +418,14 @@ def _answering(facts: list[Fact], part: str, score: Scorer, titles: dict[str, st
     return [t for t in scored if t.relevance >= ANSWERS_PART]
 
 
+def answering(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], used: set[str]) -> list[Fact]:
+    """The facts not in `used` that may answer the part, by the same rules a lead must
+    pass (its subject, not only its names), best answer first: what else may be shown as
+    evidence for a part beside its lead and rivals."""
+    scored = _answering(facts, part, score, titles, used, {})
+    return [t.fact for t in sorted(scored, key=lambda t: (-t.relevance, t.order))]
+
+
 def _of_the_asked_year(leading: list[_Scored], asked: str) -> list[_Scored]:
     """Sentences whose first figure is dated another year than the part asks about (its
     own years, or its scope's: "For Brennick International Airport in 2025") go after the

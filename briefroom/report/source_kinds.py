@@ -60,9 +60,10 @@ def _any(*phrases: str) -> re.Pattern[str]:
 RULES: tuple[tuple[str, SourceKind, Literal["title", "text"], re.Pattern[str]], ...] = (
     ("title says opinion", "opinion", "title",
      _any(r"^\s*(?:opinion|op-ed|commentary|column|blog|editorial)\b", r"随笔|评论[:：]|观点[:：]|博客")),
-    # a byline under the title naming a column or a blog ('Travel column, "Gate Notes", 9 September 2025')
+    # a byline under the title naming a column or a blog ('Travel column, "Gate Notes", 9 September 2025';
+    # '"Deck Log" shipping blog, 11 January 2026': the name may be quoted)
     ("byline says column", "opinion", "text",
-     _any(r"(?:^|\n)[ \t]*(?:[\w-]+[ \t]){0,3}(?:column|blog|op-ed|commentary)[ \t]*[,:—–]", r"(?:^|\n)\s*\S{0,6}(?:专栏|博客)[，,:：]")),
+     _any(r"(?:^|\n)[ \t]*(?:[\"“‘']?[\w-]+[\"”’']?[ \t]){0,3}(?:column|blog|op-ed|commentary)[ \t]*[,:—–]", r"(?:^|\n)\s*\S{0,6}(?:专栏|博客)[，,:：]")),
     ("title says press release", "company", "title", _any(r"\bpress release\b", r"新闻稿")),
     ("title says bulletin", "official", "title", _any(r"\bstatistical (?:bulletin|release)\b", r"统计公报|公报")),
     ("title says earnings", "company", "title", _any(r"\bearnings\b", r"\bquarterly results\b", r"财报")),

@@ -66,6 +66,19 @@ def test_a_part_shows_at_most_the_sentences_asked_for():
     assert [len(e.facts) for e in evidence] == [1, 1]
 
 
+def test_a_sentence_about_another_place_is_not_shown_for_the_part_however_well_it_scores():
+    # the desalination regression: Velmora's cost was shown as evidence for Port Karavel's, and
+    # the model wrote it as Port Karavel's
+    question = "What did a cubic metre of desalinated water cost at Port Karavel in 2025?"
+    asked = "Port Karavel's desalination plant produced 41 million cubic metres in 2025."
+    velmora = "The average production cost of desalinated water in Velmora was 0.83 USD per cubic metre in 2025."
+    sources = {"S00000001": record("S00000001", "Port Karavel water works 2025", asked),
+               "S00000002": record("S00000002", "Desalination costs in the region", velmora)}
+    facts = [fact(velmora, "S00000002"), fact(asked, "S00000001")]
+    [part] = evidence_by_part(facts, [question], question, sources, profiles(sources), "en")
+    assert velmora not in [f.text for f in part.facts]
+
+
 def test_a_sentence_of_a_source_not_retrieved_is_not_shown():
     stray = fact("Glenmark installed 0.5 million heat pumps in 2025.", "S00000009")
     (first, _) = evidence_by_part([stray, *FACTS], PARTS, QUESTION, SOURCES, profiles(SOURCES), "en")

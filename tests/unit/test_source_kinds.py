@@ -24,6 +24,9 @@ def record(title: str, text: str, sid: str = "S1") -> SourceRecord:
     ("Why I think so", "By my own back-of-the-envelope estimate, Europe installed 2.9 million.", "opinion"),
     ("Why the airport feels like it handles 20 million", 'Travel column, "Gate Notes", 9 September 2025\n\n'
      "Anyone who queued at security will tell you.", "opinion"),
+    ("Halvik is bigger than its statistics", '"Deck Log" shipping blog, 11 January 2026\n\n'
+     "I have worked the quays for twenty years.", "opinion"),
+    ("Fleet notes", "“Harbour Watch” blog: what the cranes see.", "opinion"),
     ("地铁为什么这么挤", "城市专栏，2025年9月\n\n早高峰的车厢里站满了人。", "opinion"),
     ("Port traffic 2025", "The port authority's column of figures: 3.87 million TEU.", "unknown"),
     ("The best heat pump", "Sponsored. Our award-winning pump. Request a quote today.", "marketing"),
