@@ -33,6 +33,13 @@ class Says:
         return self.figures == other.figures and bool(union) and len(self.words & other.words) / len(union) >= \
             NEAR_DUPLICATE
 
+    def within(self, other: "Says") -> bool:
+        """Every word and figure of this sentence is one the other already said: a model's
+        sentence that is a shortened copy of the quote above it ("The Port of Halvik
+        handled 3.87 million TEU in 2025." under "…3.87 million TEU in 2025, against 3.52
+        million TEU in 2024…") tells the reader nothing new."""
+        return bool(self.words) and self.words <= other.words and self.figures <= other.figures
+
 
 def without_repeats(claim: Claim) -> Claim:
     """The claim with a sentence that repeats an earlier sentence of it left out; a quote
@@ -50,12 +57,16 @@ def without_repeats(claim: Claim) -> Claim:
 
 
 def new_sentences(claims: list[Claim], said: list[Says]) -> list[Claim]:
-    """The claims that do not repeat one already said (`said`; it grows)."""
-    out = []
+    """The claims that do not repeat one already said (`said`; it grows), nor say only
+    part of an earlier one of `claims` (within a section, not across: a later part whose
+    answer an earlier part gave in passing still gives it)."""
+    out: list[Claim] = []
+    here: list[Says] = []
     for claim in claims:
         says = Says.of(claim.text)
-        if any(says.repeats(earlier) for earlier in said):
+        if any(says.repeats(earlier) for earlier in said) or any(says.within(earlier) for earlier in here):
             continue
         said.append(says)
+        here.append(says)
         out.append(claim)
     return out

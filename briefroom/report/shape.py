@@ -46,6 +46,7 @@ from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, may_an
 from briefroom.report.repeats import Says, new_sentences, without_repeats
 from briefroom.report.source_kinds import SourceProfile
 from briefroom.report.spec import ReportShape, ReportSpec
+from briefroom.report.verify import anchor
 
 # Words a model's heading may consist of and still say nothing of its part ("Findings,
 # part 2"): such a heading gives way to the part's own words.
@@ -330,8 +331,9 @@ class _PartWriter:
             # is "not said", which the Writer then asks the Searcher about.
             prose = []
         if asks_why(part) and len({f.source_id for f in found}) == 1:
-            # one source's explanation, in its order: its sentences, not rivals of each other
-            claims = [quote(f) for f in found if not _says_figures_of(prose, f) or not figures(f.text)] \
+            # one source's explanation, in its order: its sentences, not rivals of each other,
+            # each quoted unless the model's verified prose already says it
+            claims = [quote(f) for f in found if not self._restated(prose, f)] \
                 + [self.label.labelled(c) for c in prose[:self.shape.sentences_per_section]]
         else:
             claims = self._with_rivals(self._lead_and_prose(prose, found), found)
@@ -343,6 +345,18 @@ class _PartWriter:
         claims += self._base_year(part, claims)
         self._say(claims)
         return found, claims
+
+    def _restated(self, prose: list[Claim], fact: Fact) -> bool:
+        """A sentence of the model's says what the fact says: it gives the fact's figures,
+        or, for a fact without figures (a reason: "distributors held more stock"), it rests
+        on that sentence (`verify.anchor`: of the sentences code knows from the fact's
+        source, the one sharing most of its words). Verified prose then stands in for the
+        quote instead of repeating it beside it."""
+        if figures(fact.text):
+            return _says_figures_of(prose, fact)
+        known = "\n\n".join(f.text for f in self.facts if f.source_id == fact.source_id)
+        return any(fact.source_id in c.source_ids and (found := anchor(c, {fact.source_id: known})) is not None
+                   and found[1] == fact.text for c in prose)
 
     def _say(self, claims: list[Claim]) -> None:
         self.said_claims += claims

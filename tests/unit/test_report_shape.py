@@ -3,6 +3,7 @@ what the documents do not say, sources weighed and labelled, the length asked fo
 
 import pytest
 
+from briefroom.protocol.extraction import statements as extraction_statements
 from briefroom.records import Claim, DraftSection, Fact, Passage, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.document import parse_report
 from briefroom.report.draft import render_markdown
@@ -343,3 +344,53 @@ def test_a_table_the_model_copied_is_not_the_short_answer_though_it_holds_the_fi
     report = build(WriterDraft(title="Heat pumps in Europe", short_answer=table,
                                sections=[DraftSection(heading="Installations", claims=[table], part=1)]))
     assert report.short_answer.text == "“Installers put 1.84 million heat pumps into service across Europe in 2025.”"
+
+
+WHY_QUESTION = "How many heat pumps were installed in Europe in 2025, and why do sales figures differ?"
+EXPLAINER = source("WHY", "Why heat pump sales and installations differ",
+                   "Sales and installations measure different steps of the same market.",
+                   "Distributors kept more heat pumps in their warehouses because subsidy schemes were cut.",
+                   "Some units shipped to Europe were sold on to buyers outside Europe.")
+
+
+def why_report(prose: list[str]):
+    sources = {**SOURCES, "WHY": EXPLAINER}
+    facts = [*FACTS, *(Fact(fact_id=f"W{n}", text=t, source_id="WHY", found_by="passage", round=1)
+                       for n, t in enumerate(extraction_statements(EXPLAINER.passages[0].text)))]
+    lead = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.", source_ids=["REG"])
+    draft = WriterDraft(title="Heat pumps", short_answer=lead, summary=[],
+                        sections=[DraftSection(heading="Installed", claims=[lead], part=1),
+                                  DraftSection(heading="Why sales differ", part=2,
+                                               claims=[Claim(text=t, source_ids=["WHY"]) for t in prose])])
+    report = assemble(draft, question_parts(WHY_QUESTION), WHY_QUESTION, facts, sources, profiles(sources),
+                      ReportSpec(), "en")
+    return [c.text for c in report.sections[1].claims]
+
+
+def test_a_reason_the_models_verified_prose_says_is_not_quoted_beside_it():
+    warehouses = "Distributors kept more heat pumps in their warehouses once subsidy schemes were cut."
+    claims = why_report([warehouses])
+    assert warehouses in claims
+    assert not any("warehouses because subsidy" in c for c in claims)  # the source's sentence it says, not quoted
+    assert any(c.startswith("“Some units shipped") for c in claims)  # a reason the prose leaves out stays quoted
+
+
+def test_a_reason_the_prose_does_not_say_stays_quoted():
+    claims = why_report(["Sales and installations measure different steps of the market."])
+    assert any(c.startswith("“Distributors kept more heat pumps") for c in claims)
+    assert any(c.startswith("“Some units shipped") for c in claims)
+
+
+def test_a_sentence_that_says_only_part_of_the_one_above_it_is_left_out_of_its_section():
+    from briefroom.report.repeats import Says, new_sentences
+
+    whole = Claim(text="“The Port of Halvik handled 3.87 million TEU (twenty-foot equivalent units) in 2025, against "
+                       "3.52 million TEU in 2024, an increase of 9.9%.”", source_ids=["P"])
+    shorter = Claim(text="The Port of Halvik handled 3.87 million TEU (twenty-foot equivalent units) in 2025.",
+                    source_ids=["P"])
+    more = Claim(text="The Port of Halvik handled 3.87 million TEU in 2025, a record for the port.", source_ids=["P"])
+    assert new_sentences([whole, shorter, more], []) == [whole, more]  # "record" is news; the shorter copy is not
+    assert new_sentences([shorter, whole], []) == [shorter, whole]  # the longer one says more, and stays
+    # across sections only a repeat is left out: a later part still gives its answer
+    said = [Says.of(whole.text)]
+    assert new_sentences([shorter], said) == [shorter]
