@@ -244,6 +244,22 @@ def about_the_report(text: str) -> bool:
     return bool(_ABOUT_THE_REPORT.search(text))
 
 
+# A source id as the Writer's evidence list prints it ("[S747b86f2, industry body, 2025] …").
+_SOURCE_ID = re.compile(r"\bS[0-9a-f]{8}\b")
+
+
+def only_labels(text: str) -> bool:
+    """The "sentence" is the evidence list's label of a source, not a statement: a bare
+    source id ("S80f99d08", which holds no word or figure for any check to hold it to),
+    or an id with its kind and date ("S747b86f2, industry body, 2025"), as a small model
+    copies them into a claim."""
+    rest = _SOURCE_ID.sub("", text).strip(" ,;:[]()-—.")
+    if not _SOURCE_ID.search(text):
+        return False
+    return not rest or (_SOURCE_ID.match(text.strip(" [(")) is not None and len(rest.split()) <= 6
+                        and not rest.endswith(("。", "！", "？")))
+
+
 # A title or heading naming the report ("A report on the facts and figures of …") labels
 # nothing a reader looks for; in a sentence the same words may cite a source's report.
 _REPORT_LABEL = re.compile(r"^\W*(?:an?|the|this|our)\s+(?:report|brief|summary|overview|analysis)\s+"

@@ -36,6 +36,7 @@ from briefroom.report.asking import (
     is_title,
     labels_the_report,
     measured_apart,
+    only_labels,
     states_share,
     wants_share,
 )
@@ -244,12 +245,16 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
 
 def _findings_only(draft: WriterDraft) -> WriterDraft:
     """The draft without the model's sentences about the report itself ("The report
-    includes a section on…"): they are no finding, wherever the model put them."""
+    includes a section on…") or that only label a source (`only_labels`): they are no
+    finding, wherever the model put them."""
+    def finding(text: str) -> bool:
+        return not about_the_report(text) and not only_labels(text)
+
     def kept(claims: list[Claim]) -> list[Claim]:
-        return [c for c in claims if not about_the_report(c.text)]
+        return [c for c in claims if finding(c.text)]
 
     short = draft.short_answer
-    if about_the_report(short.text):
+    if not finding(short.text):
         short = Claim.model_construct(text="", source_ids=[], attribution=None)
     return draft.model_copy(update={
         "short_answer": short, "summary": kept(draft.summary),

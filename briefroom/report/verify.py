@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 
 from briefroom.protocol.extraction import content_words, number_mentions, quotable, statements
 from briefroom.records import Claim, WriterDraft
-from briefroom.report.asking import YEAR, figure_mentions
+from briefroom.report.asking import YEAR, close_figures, figure_mentions
 from briefroom.report.checks import (
     NOTES,
     Problem,
@@ -260,11 +260,21 @@ def no_claim() -> Claim:
 
 
 def quote_of(claim: Claim, source_texts: dict[str, str]) -> Claim | None:
-    """The source sentence a failed sentence rests on, quoted and cited; None if none."""
+    """The source sentence a failed sentence rests on, quoted and cited; None if none, or
+    if the sentence gives figures and that one holds none of them nor one close to them
+    (`close_figures`: a figure miscopied, 1.94 million for the source's 1.84 million, is
+    still set right by the quote). It then shares words, not what was said: "…solar
+    panels generated 13.8% of the country's electricity…", citing the wind council, rests
+    on nothing that says 13.8%, and the council's "Wind farms … generated 18.6 TWh…,
+    about a quarter of the country's electricity consumption" in its place would put
+    another subject's figure in the report."""
     found = anchor(claim, source_texts)
     if found is None:
         return None
     sid, sentence = found
+    values = {m.value for m in figure_mentions(claim.text)}
+    if values and not values & {m.value for m in figure_mentions(sentence)} and not close_figures(sentence, claim.text):
+        return None
     return Claim(text=f"“{sentence}”", source_ids=[sid])
 
 

@@ -394,3 +394,19 @@ def test_a_sentence_that_says_only_part_of_the_one_above_it_is_left_out_of_its_s
     # across sections only a repeat is left out: a later part still gives its answer
     said = [Says.of(whole.text)]
     assert new_sentences([shorter], said) == [shorter]
+
+
+def test_a_claim_that_only_labels_a_source_is_no_finding():
+    # SmolLM2 copied the evidence list's labels as claims: a bare id holds no word or figure
+    # for any check to hold it to, and stood in the report as "S80f99d08 [2]"
+    registry = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
+                     source_ids=["REG"])
+    labels = [Claim(text="Sa1b2c3d4", source_ids=["REG"]),
+              Claim(text="Sa1b2c3d4, official statistics or registry, 2025", source_ids=["REG"])]
+    draft = WriterDraft(title="Heat pumps", short_answer=labels[0], summary=[labels[1]],
+                        sections=[DraftSection(heading="Installed", claims=[*labels, registry])])
+    report = build(draft)
+    texts = [report.short_answer.text, *(c.text for c in report.summary),
+             *(c.text for s in report.sections for c in s.claims)]
+    assert not any("Sa1b2c3d4" in t for t in texts)
+    assert any("1.84 million" in t for t in texts)

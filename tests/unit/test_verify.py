@@ -222,3 +222,15 @@ def test_a_forecast_stated_as_an_outcome_fails():
     # a figure some cited sentence gives as measured may be stated as measured
     texts["M"] = "Installer count 2026\n\nInstallers put 2.05 million heat pumps into service across Europe in 2026."
     assert "forecast_as_fact" not in kinds_in(outcome.model_copy(update={"source_ids": ["F", "M"]}), texts)
+
+
+def test_a_failed_sentence_is_dropped_not_replaced_by_a_sentence_that_holds_none_of_its_figures():
+    # the sentence cites the wind council for solar's share: the council's sentence sharing most
+    # of its words gives wind's 18.6 TWh, which would put another subject's figure in the report
+    council = ("Wind farms in Corvale generated 18.6 TWh in 2025, about a quarter of the country's electricity "
+               "consumption. The council has 140 member companies.")
+    claim = Claim(text="Solar panels generated 13.8% of the country's electricity consumption in Corvale in 2025.",
+                  source_ids=["W"])
+    assert quote_of(claim, {"W": council}) is None
+    held = Claim(text="Wind farms met a quarter of Corvale's electricity use with 18.6 TWh in 2025.", source_ids=["W"])
+    assert "18.6 TWh" in quote_of(held, {"W": council}).text  # one of its figures: the sentence it rests on
