@@ -221,10 +221,26 @@ def cited_where_held(claim: Claim, source_texts: dict[str, str]) -> Claim:
     return claim.model_copy(update={"source_ids": holding}) if holding else claim
 
 
+def cited_where_copied(claim: Claim, source_texts: dict[str, str]) -> Claim:
+    """A sentence that restates a sentence of a retrieved source (`restates`: every content
+    word and figure in it) but of none it cites, cites the source it copies: Qwen2.5-
+    Coder-1.5B copied the ministry's "…roughly fourteen times as much CO2…" and cited the
+    lifecycle study, which does not say it, and the judge let it pass. Code knows where the
+    words are; the reader should be sent there."""
+    if not claim.source_ids or restates(claim, source_texts):
+        return claim
+    for sid in source_texts:
+        if sid not in claim.source_ids and restates(claim.model_copy(update={"source_ids": [sid]}), source_texts):
+            return claim.model_copy(update={"source_ids": [sid]})
+    return claim
+
+
 def narrowed_citations(draft: WriterDraft, source_texts: dict[str, str]) -> WriterDraft:
-    """The draft with every sentence citing only where its figures are (`cited_where_held`)."""
-    changed: dict[int, Claim | None] = {n: narrowed for n, claim in enumerate(draft_sentences(draft))
-                                        if (narrowed := cited_where_held(claim, source_texts)) != claim}
+    """The draft with every sentence citing the source it copies (`cited_where_copied`) and
+    only where its figures are (`cited_where_held`)."""
+    changed: dict[int, Claim | None] = {
+        n: narrowed for n, claim in enumerate(draft_sentences(draft))
+        if (narrowed := cited_where_held(cited_where_copied(claim, source_texts), source_texts)) != claim}
     return with_sentences(draft, changed) if changed else draft
 
 

@@ -234,3 +234,18 @@ def test_a_failed_sentence_is_dropped_not_replaced_by_a_sentence_that_holds_none
     assert quote_of(claim, {"W": council}) is None
     held = Claim(text="Wind farms met a quarter of Corvale's electricity use with 18.6 TWh in 2025.", source_ids=["W"])
     assert "18.6 TWh" in quote_of(held, {"W": council}).text  # one of its figures: the sentence it rests on
+
+
+def test_a_sentence_copied_from_one_source_and_citing_another_cites_the_one_it_copies():
+    texts = {"MIN": "In 2025, a short-haul flight emitted roughly fourteen times as much CO2 per passenger-kilometre "
+                    "as the high-speed train, measured on an operational basis.",
+             "LCA": "On a lifecycle basis, high-speed rail was responsible for 32 grams of CO2-equivalent per "
+                    "passenger-kilometre in 2025. Lifecycle and operational figures should not be compared directly."}
+    copied = Claim(text="In 2025, a short-haul flight emitted roughly fourteen times as much CO2 per passenger-kilometre "
+                        "as the high-speed train, measured on an operational basis.", source_ids=["LCA"])
+    draft = WriterDraft(title="Rail and air", short_answer=copied, summary=[],
+                        sections=[DraftSection(heading="Which is lower", claims=[copied])])
+    fixed = narrowed_citations(draft, texts)
+    assert fixed.short_answer.source_ids == ["MIN"] and fixed.sections[0].claims[0].source_ids == ["MIN"]
+    own = Claim(text="Rail emitted less CO2 than flights on the corridor in 2025.", source_ids=["LCA"])
+    assert narrowed_citations(draft.model_copy(update={"short_answer": own}), texts).short_answer == own  # no copy
