@@ -253,9 +253,9 @@ def only_labels(text: str) -> bool:
     source id ("S80f99d08", which holds no word or figure for any check to hold it to),
     or an id with its kind and date ("S747b86f2, industry body, 2025"), as a small model
     copies them into a claim."""
-    rest = _SOURCE_ID.sub("", text).strip(" ,;:[]()-—.")
     if not _SOURCE_ID.search(text):
         return False
+    rest = _SOURCE_ID.sub("", text).strip(" ,;:[]()-—.")
     return not rest or (_SOURCE_ID.match(text.strip(" [(")) is not None and len(rest.split()) <= 6
                         and not rest.endswith(("。", "！", "？")))
 
