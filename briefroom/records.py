@@ -73,6 +73,11 @@ class Passage(BaseModel):
     text: str
 
 
+# How a source id is written: "S" and eight hex digits of its path's hash. Tools check what a
+# model sends against it; report code finds ids a model wrote into its sentences by it.
+SOURCE_ID = r"S[0-9a-f]{8}"
+
+
 class SourceRecord(BaseModel):
     """A document retrieved in this run, with the passages the team actually saw."""
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from briefroom.corpus.index import CorpusIndex
 from briefroom.errors import EngineeringFailure
 from briefroom.protocol.tools import Tool
+from briefroom.records import SOURCE_ID
 
 # Output budgets, in tokens of one result shown to a model:
 # - local_search: k <= 8 hits of ~400-character chunks with their ids and titles is about
@@ -22,7 +23,7 @@ from briefroom.protocol.tools import Tool
 LOCAL_SEARCH_BUDGET = 2000
 READ_SOURCE_BUDGET = 4000
 
-SOURCE_ID_PATTERN = r"^S[0-9a-f]{8}$"
+SOURCE_ID_PATTERN = rf"^{SOURCE_ID}$"
 
 
 class LocalSearchArgs(BaseModel):

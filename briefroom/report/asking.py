@@ -14,6 +14,7 @@ import re
 from functools import lru_cache
 
 from briefroom.protocol.extraction import Mention, number_mentions, numbers_in
+from briefroom.records import SOURCE_ID
 
 # Years in a part pick the facts of that year over those of another.
 YEAR = re.compile(r"(?<!\d)(?:19|20)\d{2}(?!\d)")
@@ -245,7 +246,7 @@ def about_the_report(text: str) -> bool:
 
 
 # A source id as the Writer's evidence list prints it ("[S747b86f2, industry body, 2025] …").
-_SOURCE_ID = re.compile(r"\bS[0-9a-f]{8}\b")
+_SOURCE_ID = re.compile(rf"\b{SOURCE_ID}\b")
 
 
 def only_labels(text: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from briefroom.records import MAX_PARTS, Claim, ReportDraft, SourceRecord
+from briefroom.records import MAX_PARTS, SOURCE_ID, Claim, ReportDraft, SourceRecord
 
 # "- “quote” [2] — *Who says it*": the attribution after a citation is a label, not a claim.
 _ATTRIBUTION = re.compile(r"(\]\s*)\s—\s\*[^*]+\*\s*$")
@@ -30,7 +30,7 @@ _OMITTED_NOTE = {
 
 # A source id a model wrote into its sentence ("…约6.6万人。 [S856ea263]", "(source S856ea263)"):
 # the citation is code's, numbered; the id is markup, not words for a reader.
-_WRITTEN_ID = re.compile(r"\s*[\[(](?:source\s*)?`?(S[0-9a-f]{8})`?[\])]")
+_WRITTEN_ID = re.compile(rf"\s*[\[(](?:source\s*)?`?({SOURCE_ID})`?[\])]")
 
 
 def without_written_ids(text: str, known: set[str]) -> str:
