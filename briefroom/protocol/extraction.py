@@ -87,10 +87,18 @@ def _addresses_reader(para: str) -> bool:
     return any(directive(s) for s in [*_paragraph_sentences(para), *headings])
 
 
+def _table(para: str) -> bool:
+    """A Markdown table: every line a row of cells ("| Leakage | 21.1% | 18.4% |")."""
+    lines = [line.strip() for line in para.splitlines() if line.strip()]
+    return bool(lines) and all(line.startswith("|") for line in lines)
+
+
 def statements(text: str) -> list[str]:
     """`sentences` that state something: what code may quote from a source (a verified
-    fact, a report's lead or short answer), never a paragraph addressing the reader."""
-    return [s for para in _PARAGRAPH.split(text)[::2] if not _addresses_reader(para)
+    fact, a report's lead or short answer), never a paragraph addressing the reader, nor
+    a table, whose rows joined read as one "sentence" of a dozen figures with no verb (its
+    figures still stand in the passage a claim is checked against)."""
+    return [s for para in _PARAGRAPH.split(text)[::2] if not _addresses_reader(para) and not _table(para)
             for s in _paragraph_sentences(para)]
 
 

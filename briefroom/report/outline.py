@@ -46,6 +46,7 @@ from briefroom.report.asking import (
     wants_share,
     whole_period,
 )
+from briefroom.report.doers import asked_doings, done_by_another
 from briefroom.report.language import language_of, part_query
 
 # A source sentence must score this well on a part (`Scorer`, 0..1+) to answer it: below,
@@ -160,6 +161,7 @@ class Scorer:
         self.asked_names = {m.group(0).lower() for n, m in enumerate(_TOKEN.finditer(question))
                             if n > 0 and m.group(0)[0].isupper()} - units
         self.asked_places = zh_places(question)
+        self.doings = asked_doings(question) if (language or language_of(question)) == "en" else []
         self._other_titles: dict[str, bool] = {}
         self.semantic: dict[tuple[str, str], float] = {}
         if embed is not None and (language or language_of(question)) == "en" and texts:  # the charter's, if given
@@ -210,12 +212,16 @@ class Scorer:
         use ("Estmark, Norvalia's neighbour, added…"; unless the part asks for a name), or
         it names others and none of the names the question asks about ("the cost … in
         Velmora was…" for Port Karavel), or it opens with another name of the asked kind
-        (`names_another`), or its source's title does and it names no one asked about."""
+        (`names_another`), or its source's title does and it names no one asked about, or
+        another doer does what the question asks of its own (`doers.done_by_another`: wind
+        farms generating, for what solar panels generated)."""
         first = _TOKEN.match(text.lstrip("“\"'( "))
         if first and first.group(0) in self.names and first.group(0).lower() not in self.asked \
                 and not _ASKS_NAME.search(part):
             return True
         if self.names_another(text) and not _ASKS_NAME.search(part):
+            return True
+        if done_by_another(text, self.question, self.doings) and not _ASKS_NAME.search(part):
             return True
         named = {w.lower() for w in _TOKEN.findall(text) if w in self.names}
         if self.asked_names and named and not named & self.asked_names:
@@ -226,9 +232,16 @@ class Scorer:
         # a source titled by another subject of the asked kind ("Haverlow Airport: record
         # year in 2025", "澄江省2025年风电发展情况"): its sentences that name no one asked
         # about are about that subject
-        mentions_asked = bool(named & self.asked_names or content_words(text) & self.asked_names
+        mentions_asked = bool(named & self.asked_names or self.written_as_names(text) & self.asked_names
                               or places & self.asked_places)
         return bool(title) and self.titled_by_another(title) and not mentions_asked and not _ASKS_NAME.search(part)
+
+    def written_as_names(self, text: str) -> set[str]:
+        """The words a text capitalises where a name stands (past its opening word, or a
+        name anywhere), lower-cased. A word of an asked name in lower case is a common
+        word: "of water put into supply" does not mention Lindale Water Company."""
+        return {m.group(0).lower() for n, m in enumerate(_TOKEN.finditer(text))
+                if m.group(0)[0].isupper() and (n or m.group(0) in self.names)}
 
     def titled_by_another(self, title: str) -> bool:
         """A source's title opens with another name of the asked kind or names only other

@@ -547,3 +547,46 @@ def test_a_forecast_the_model_wrote_beside_the_count_says_it_is_a_forecast():
     report = outline(draft, [fact(count, "T"), fact(plan, "P")], question)
     written = next(c for c in report.sections[0].claims if "17.5 million" in c.text)
     assert written.attribution and "forecast" in written.attribution  # not standing as if it were measured
+
+
+def test_a_common_word_of_the_asked_name_does_not_make_another_sources_sentence_about_it():
+    from briefroom.report.outline import Scorer, leads
+
+    question = "For Kestrel Bus Company in 2025: how many passengers did it carry, and what was its average fare?"
+    theirs = fact("The average fare was 2.10 euros per bus journey in 2025.", "H")
+    ours = fact("The average fare paid per journey was 1.85 euros in 2025.", "K")
+    named = fact("The average fare on Kestrel Bus Company routes was 1.85 euros per bus journey in 2025.", "H")
+    titles = {"H": "Harrowmere Bus Company: 2025 at a glance", "K": "Kestrel Bus Company: annual report 2025"}
+    parts = question_parts(question)
+    score = Scorer(question, parts, [theirs.text, ours.text, named.text, *titles.values()])
+    assert score.written_as_names(theirs.text) == set()  # "bus" in lower case is no name
+    assert score.other_subject(theirs.text, parts[1], titles["H"])
+    assert not score.other_subject(named.text, parts[1], titles["H"])  # the asked name, written as one
+    assert leads([theirs, ours], parts[1], score, titles, set()) == [ours]
+
+
+def test_another_doer_of_the_asked_verb_in_common_nouns_is_another_subject():
+    from briefroom.report.doers import asked_doings, done_by_another
+    from briefroom.report.outline import Scorer, leads
+
+    question = ("How much electricity did solar panels generate in Corvale in 2025, and what share of the "
+                "country's electricity consumption did that meet?")
+    doings = asked_doings(question)
+    assert [(sorted(d.doer), d.verb) for d in doings] == [(["panel", "solar"], "gener")]
+    wind = fact("Wind farms in Corvale generated 18.6 TWh in 2025, about a quarter of the country's electricity "
+                "consumption.", "W")
+    solar = fact("In 2025 the country's panels met 13.8% of its electricity consumption.", "G")
+    assert done_by_another(wind.text, question, doings)
+    assert done_by_another("In 2025, gas turbines generated 30 TWh.", question, doings)
+    for same in ("Solar panels generated 9.84 TWh in 2025.", "Rooftop solar systems generated 2 TWh.",
+                 "Installations of solar panels generated 2 TWh.", "Electricity generation reached 71.3 TWh.",
+                 "In 2024 they generated 8.1 TWh."):
+        assert not done_by_another(same, question, doings), same
+    parts = question_parts(question)
+    score = Scorer(question, parts, [wind.text, solar.text])
+    assert leads([wind, solar], parts[1], score, {}, set()) == [solar]
+    # no doer in common nouns: a pronoun, a name, a plural noun where the bare verb stands
+    assert asked_doings("How many passengers did it handle in 2025?") == []
+    assert asked_doings("How much offshore wind capacity did Norvalia add in 2025?") == []
+    assert asked_doings("Why do sales figures for the same year differ?") == []
+    assert [d.verb for d in asked_doings("How many turbines have wind farms installed?")] == ["insta"]

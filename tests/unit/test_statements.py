@@ -168,3 +168,14 @@ def test_the_writer_quotes_no_sentence_of_a_paragraph_addressing_the_reader() ->
                           passages=(Passage(chunk_id="S1:0", start=0, end=len(PASSAGE), text=PASSAGE),))
     quoted = [f.text for f in passage_sentences({"S1": record}, 1)]
     assert quoted == ["The storage market reached 48.2 GWh in 2025.", "Prices fell 12% over the year."]
+
+
+def test_a_markdown_table_is_no_statement_but_its_figures_stay_in_the_text():
+    text = ("At the end of 2025 we supplied 612,900 connected properties.\n\n"
+            "| Measure | 2024 | 2025 |\n|---|---|---|\n| Connected properties | 606,600 | 612,900 |\n"
+            "| Leakage (share of water put into supply) | 21.1% | 18.4% |\n\n"
+            "Leakage fell to 18.4% in 2025.")
+    assert statements(text) == ["At the end of 2025 we supplied 612,900 connected properties.",
+                                "Leakage fell to 18.4% in 2025."]
+    assert any("606,600" in s for s in sentences(text))  # still text a claim may be checked against
+    assert "21.1%" in quotable(text)
