@@ -14,7 +14,8 @@ from pydantic import BaseModel, Field
 
 from briefroom.agents.base import Role, Turn
 from briefroom.agents.report_message import REPORT, ReportMessage
-from briefroom.events import MemoryReuse, ReportAccepted, ReportRepair
+from briefroom.errors import ContractError
+from briefroom.events import Fallback, MemoryReuse, ReportAccepted, ReportRepair
 from briefroom.memory.reading import backs, memory_item, memory_reader, remembered_fact
 from briefroom.protocol.bus import Subscription
 from briefroom.protocol.messages import AgentMessage, MsgType, Priority
@@ -168,9 +169,17 @@ def _answered_from_memory(turn: Turn, message: AgentMessage, reason: str, texts:
 def _model_rejections(turn: Turn, candidates: list[AgentMessage]) -> dict[str, str]:
     """The conclusions the model rejects of those the code checks passed (one call)."""
     ids = [m.msg_id for m in candidates]
-    review = turn.ask("Review each conclusion on the whiteboard: is it relevant to the goal and supported by "
-                      "its sources? One verdict per message id.", Review, enums={"msg_id": ids},
-                      max_items={"verdicts": len(ids)})
+    try:
+        review = turn.ask("Review each conclusion on the whiteboard: is it relevant to the goal and supported "
+                          "by its sources? One verdict per message id.", Review, enums={"msg_id": ids},
+                          max_items={"verdicts": len(ids)})
+    except ContractError as exc:
+        # The model's verdicts are a second opinion on what the code checks passed: a model
+        # that cannot write them (SmolLM2's Review, broken JSON after two corrections) leaves
+        # the code's verdicts standing, and the run goes on.
+        turn.ctx.log.write(Fallback(agent=turn.worker, round=turn.round,
+                                    reason=f"the model's review was not used: {str(exc)[:200]}"))
+        return {}
     rejected: dict[str, str] = {}
     decided: set[str] = set()
     for verdict in review.verdicts:  # the first verdict on a message counts; repeats are noise
