@@ -32,7 +32,7 @@ from briefroom.records import MAX_PARTS, Claim, DraftSection, Fact, Report, Repo
 from briefroom.report.briefing import PartEvidence, evidence_by_part, evidence_lines, evidence_sources
 from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, charter_language, part_query, question_parts
-from briefroom.report.outline import Scorer, answer_scorer, dedupe, leads
+from briefroom.report.outline import Scorer, answer_scorer, dedupe, documents_by_title, leads
 from briefroom.report.shape import assemble
 from briefroom.report.source_kinds import SourceProfile, profiles
 from briefroom.report.spec import ReportSpec
@@ -260,7 +260,8 @@ def fill_from_memory(turn: Turn, gaps: list[str], asked: set[str]) -> list[Fact]
     candidates = [fact for fact, _ in found.values()]
     ranked = dedupe(_ranked(turn, sources, candidates))
     parts = question_parts(goal)
-    score = Scorer(goal, parts, [f.text for f in ranked], _embed(turn), charter_language(turn.charter))
+    score = Scorer(goal, parts, [f.text for f in ranked], _embed(turn), charter_language(turn.charter),
+                   documents_by_title(sources, turn.source_texts()))
     titles = {sid: sources[sid].title for sid in sources}
     authority = {sid: p.authority for sid, p in profiles(sources).items()}
     answered = {part: {f.fact_id for f in leads(ranked, part, score, titles, set(), authority)}
@@ -315,7 +316,7 @@ def method_note(turn: Turn, sources: dict[str, SourceRecord], cited: list[str], 
 def compose(turn: Turn, draft: WriterDraft, sources: dict[str, SourceRecord]) -> ReportDraft:
     goal = turn.charter.goal
     return assemble(draft, question_parts(goal), goal, _ranked(turn, sources), sources, profiles(sources),
-                    report_spec(turn), charter_language(turn.charter), _embed(turn))
+                    report_spec(turn), charter_language(turn.charter), _embed(turn), texts=turn.source_texts())
 
 
 def step(turn: Turn) -> None:
@@ -350,7 +351,8 @@ def step(turn: Turn) -> None:
         withdrawn = {f.text for f in ranked if f not in kept}
         shown = [f for f in kept if f.text not in withdrawn]
         # a report has at most MAX_PARTS sections (`shape.assemble` names the parts left out)
-        evidence = evidence_by_part(shown, parts[:MAX_PARTS], goal, sources, kinds, language, _embed(turn))
+        evidence = evidence_by_part(shown, parts[:MAX_PARTS], goal, sources, kinds, language, _embed(turn),
+                                    texts=turn.source_texts())
         # each part's section may cite what it is shown and what the team's findings rest on
         tasks = {n: part_task(turn, item.part, item, kinds, critiques) for n, item in enumerate(evidence) if item.facts}
         citable = {n: list(dict.fromkeys([*evidence_sources([evidence[n]]), *allowed])) for n in tasks}

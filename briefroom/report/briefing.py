@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from briefroom.records import Fact, SourceRecord
-from briefroom.report.outline import Embed, Scorer, answering, dedupe, part_leads
+from briefroom.report.outline import Embed, Scorer, answering, dedupe, documents_by_title, part_leads
 from briefroom.report.source_kinds import SourceProfile
 
 # Sentences shown per part: the lead and its rivals first, then the best of the rest. Enough
@@ -35,13 +35,14 @@ class PartEvidence:
 
 def evidence_by_part(facts: list[Fact], parts: list[str], question: str, sources: dict[str, SourceRecord],
                      kinds: dict[str, SourceProfile], language: str, embed: Embed | None = None,
-                     per_part: int = PER_PART) -> list[PartEvidence]:
+                     per_part: int = PER_PART, texts: dict[str, str] | None = None) -> list[PartEvidence]:
     """Each part's evidence (`facts`: verbatim sentences of retrieved sources, confirmed
-    first). A sentence leads at most one part; it may stand as context in others."""
+    first; `texts`: the sources' whole texts, by id). A sentence leads at most one part; it
+    may stand as context in others."""
     facts = [f for f in dedupe(facts) if f.source_id in sources]
     if not facts:
         return [PartEvidence(part, ()) for part in parts]
-    score = Scorer(question, parts, [f.text for f in facts], embed, language)
+    score = Scorer(question, parts, [f.text for f in facts], embed, language, documents_by_title(sources, texts))
     titles = {sid: record.title for sid, record in sources.items()}
     authority = {sid: profile.authority for sid, profile in kinds.items()}
     led: set[str] = set()

@@ -20,7 +20,7 @@ from briefroom.protocol.extraction import (
     relevance,
     stemmed_words,
 )
-from briefroom.records import Fact
+from briefroom.records import Fact, SourceRecord
 from briefroom.report.asking import (
     CONNECTIVES,
     YEAR,
@@ -151,7 +151,7 @@ class Scorer:
     """
 
     def __init__(self, question: str, parts: list[str], texts: list[str], embed: Embed | None = None,
-                 language: str | None = None):
+                 language: str | None = None, documents: dict[str, str] | None = None):
         self.question = question
         self.names = proper_names(texts)
         self.asked = {w.lower() for w in _TOKEN.findall(question)}
@@ -162,6 +162,8 @@ class Scorer:
                             if n > 0 and m.group(0)[0].isupper()} - units
         self.asked_places = zh_places(question)
         self.doings = asked_doings(question) if (language or language_of(question)) == "en" else []
+        # `documents`: each source's title and its whole text
+        self.silent_titles = frozenset(self._never_naming(documents or {}))
         self._other_titles: dict[str, bool] = {}
         self.semantic: dict[tuple[str, str], float] = {}
         if embed is not None and (language or language_of(question)) == "en" and texts:  # the charter's, if given
@@ -214,7 +216,8 @@ class Scorer:
         Velmora was…" for Port Karavel), or it opens with another name of the asked kind
         (`names_another`), or its source's title does and it names no one asked about, or
         another doer does what the question asks of its own (`doers.done_by_another`: wind
-        farms generating, for what solar panels generated)."""
+        farms generating, for what solar panels generated), or it gives a figure and its
+        source never names the asked subject (`_never_naming`)."""
         first = _TOKEN.match(text.lstrip("“\"'( "))
         if first and first.group(0) in self.names and first.group(0).lower() not in self.asked \
                 and not _ASKS_NAME.search(part):
@@ -222,6 +225,8 @@ class Scorer:
         if self.names_another(text) and not _ASKS_NAME.search(part):
             return True
         if done_by_another(text, self.question, self.doings) and not _ASKS_NAME.search(part):
+            return True
+        if title in self.silent_titles and figures(text) and not _ASKS_NAME.search(part):
             return True
         named = {w.lower() for w in _TOKEN.findall(text) if w in self.names}
         if self.asked_names and named and not named & self.asked_names:
@@ -235,6 +240,21 @@ class Scorer:
         mentions_asked = bool(named & self.asked_names or self.written_as_names(text) & self.asked_names
                               or places & self.asked_places)
         return bool(title) and self.titled_by_another(title) and not mentions_asked and not _ASKS_NAME.search(part)
+
+    def _never_naming(self, documents: dict[str, str]) -> set[str]:
+        """The titles of the sources that never name what the question asks about: none of
+        its names that no source writes in lower case (Kestrel, not Bus or Company), none of
+        its Chinese places. A figure such a source gives is another subject's, however well
+        it answers in words ("Across the region's four operators, buses carried 96.0 million
+        passengers" for Kestrel Bus Company's passengers); its sentences without a figure may
+        still explain (a glossary of what "installed" counts)."""
+        lower = {w for text in documents.values() for w in _TOKEN.findall(text) if w.islower()}
+        distinct = {n for n in self.asked_names if n not in lower}
+        places = {p[:-1] for p in self.asked_places}  # 临江省 is named as 临江 too
+        if not distinct and not places:
+            return set()
+        return {title for title, text in documents.items()
+                if not {w.lower() for w in _TOKEN.findall(text)} & distinct and not any(p in text for p in places)}
 
     def written_as_names(self, text: str) -> set[str]:
         """The words a text capitalises where a name stands (past its opening word, or a
@@ -267,6 +287,17 @@ class Scorer:
                 break
         return len(phrase) >= 2 and phrase[-1].lower() in self.asked_names \
             and phrase[0].lower() not in self.asked and bool(content_words(phrase[0]))
+
+
+def documents_by_title(sources: dict[str, SourceRecord], texts: dict[str, str] | None = None) -> dict[str, str]:
+    """What `Scorer` reads to tell which sources never name the asked subject: each
+    source's title, path and whole text (`texts`, by source id; its passages seen when the
+    text is not at hand), joined by title."""
+    out: dict[str, str] = {}
+    for sid, record in sources.items():
+        text = (texts or {}).get(sid) or " ".join(p.text for p in record.passages)
+        out[record.title] = " ".join(filter(None, [out.get(record.title), record.title, record.path, text]))
+    return out
 
 
 def _unit_at(text: str, start: int) -> bool:

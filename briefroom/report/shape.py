@@ -43,7 +43,7 @@ from briefroom.report.asking import (
 from briefroom.report.checks import REPORT_WORDS
 from briefroom.report.draft import bare_text
 from briefroom.report.language import LABELS, question_scope, short_heading, whole_phrase
-from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, may_answer, part_leads
+from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, documents_by_title, may_answer, part_leads
 from briefroom.report.repeats import Says, new_sentences, without_repeats
 from briefroom.report.source_kinds import SourceProfile
 from briefroom.report.spec import ReportShape, ReportSpec
@@ -199,10 +199,12 @@ def _within_words(sections: list[DraftSection], fixed: int, target: int) -> list
 def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fact],
              sources: dict[str, SourceRecord], profiles: dict[str, SourceProfile], spec: ReportSpec,
              language: str, embed: Embed | None = None,
-             accept_sentence: Callable[[Claim], bool] | None = None) -> ReportDraft:
+             accept_sentence: Callable[[Claim], bool] | None = None,
+             texts: dict[str, str] | None = None) -> ReportDraft:
     """The report from a verified draft (see the module docstring). `facts` are verbatim
     sentences of retrieved sources, the candidates code may quote; `accept_sentence`
-    filters the model's sentences once more (None: all stay)."""
+    filters the model's sentences once more (None: all stay); `texts`: the sources' whole
+    texts, by id (their passages when not given)."""
     lab = LABELS[language]
     draft = _findings_only(draft)
     # a question of more parts than a report has sections: the report names those it leaves out
@@ -211,7 +213,8 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
     facts = dedupe(facts)
     label = Labeller(sources, profiles, language)
     model_claims = [c for s in draft.sections for c in s.claims]
-    score = Scorer(question, parts, [f.text for f in facts] + [c.text for c in model_claims], embed, language)
+    score = Scorer(question, parts, [f.text for f in facts] + [c.text for c in model_claims], embed, language,
+                   documents_by_title(sources, texts))
     vocabulary = vocabulary_of(question, facts, sources)
     title = _title(draft.title, question, lab, vocabulary)
     writer = _PartWriter(facts, score, label, titles={sid: r.title for sid, r in sources.items()},
@@ -408,10 +411,18 @@ class _PartWriter:
     def _prose(self, placed: list[Claim]) -> list[Claim]:
         """The model's sentences stay where it put them, unless they are about another
         subject than the one asked ("Contractors installed 3.48 million … across North
-        America"), were said already, or `accept_sentence` refuses them."""
+        America", or a figure only a source that never names it gives), were said already,
+        or `accept_sentence` refuses them."""
         said = self.said
         return [c for c in placed if c.text.strip() and not self.score.other_subject(c.text)
-                and c.text.strip() not in said and (self.accept_sentence is None or self.accept_sentence(c))]
+                and not self._from_silent_sources(c) and c.text.strip() not in said
+                and (self.accept_sentence is None or self.accept_sentence(c))]
+
+    def _from_silent_sources(self, claim: Claim) -> bool:
+        """A figure of the model's resting only on sources that never name the asked subject
+        (`Scorer._never_naming`): another subject's figure, said as if it were the asked one's."""
+        cited = [self.titles[sid] for sid in claim.source_ids if sid in self.titles]
+        return bool(cited) and bool(figures(claim.text)) and all(t in self.score.silent_titles for t in cited)
 
     def _lead_and_prose(self, prose: list[Claim], found: list[Fact]) -> list[Claim]:
         """The model's sentences, after the authoritative figure when the prose lacks it, and

@@ -590,3 +590,34 @@ def test_another_doer_of_the_asked_verb_in_common_nouns_is_another_subject():
     assert asked_doings("How much offshore wind capacity did Norvalia add in 2025?") == []
     assert asked_doings("Why do sales figures for the same year differ?") == []
     assert [d.verb for d in asked_doings("How many turbines have wind farms installed?")] == ["insta"]
+
+
+def test_a_figure_from_a_source_that_never_names_the_asked_subject_is_another_subjects():
+    from briefroom.report.outline import Scorer, documents_by_title, leads
+    from briefroom.report.source_kinds import AUTHORITY
+
+    question = "For Kestrel Bus Company in 2025: how many passengers did it carry?"
+    region = fact("Across the region's four operators, buses carried 96.0 million passengers in 2025.", "R")
+    ours = fact("The company's buses carried 48.6 million passengers, up from 46.9 million.", "K")
+    defined = fact("A passenger is counted each time someone boards a bus.", "G")
+    titles = {"R": "Regional Transport Authority: bus operators compared, 2025",
+              "K": "Kestrel Bus Company: annual report 2025", "G": "Glossary of bus statistics"}
+    sources = {sid: SourceRecord(source_id=sid, title=t, path=f"{sid.lower()}.md") for sid, t in titles.items()}
+    texts = {"R": region.text, "K": "Kestrel Bus Company runs the estuary's routes. " + ours.text,
+             "G": defined.text}
+    parts = question_parts(question)
+    authority = {"R": AUTHORITY["official"], "K": AUTHORITY["company"]}
+    blind = Scorer(question, parts, [region.text, ours.text])
+    assert leads([region, ours], parts[0], blind, titles, set(), authority)[0] == region  # what it answered before
+    score = Scorer(question, parts, [region.text, ours.text], documents=documents_by_title(sources, texts))
+    assert score.silent_titles == {titles["R"], titles["G"]}
+    assert leads([region, ours], parts[0], score, titles, set(), authority) == [ours]
+    assert not score.other_subject(defined.text, parts[0], titles["G"])  # no figure: it may still explain
+    # the model saying the region's figure as the company's, citing only the silent source, is left out
+    draft = WriterDraft(title="Kestrel", short_answer=Claim(text="Buses carried 96.0 million passengers.",
+                                                            source_ids=["R"]),
+                        sections=[DraftSection(heading="Passengers", claims=[
+                            Claim(text="Buses carried 96.0 million passengers in 2025.", source_ids=["R"])])])
+    report = outline(draft, [region, ours], question, titles)
+    said = " ".join(c.text for s in report.sections for c in s.claims) + report.short_answer.text
+    assert "48.6 million" in report.short_answer.text and "96.0" not in said
