@@ -78,10 +78,11 @@ _WHO = re.compile(r"\s*(?:who\b|谁|哪家)", re.I)
 # a name the question never used ("Halvard Bank, at 880 MW, was the largest …").
 # A Chinese province or city: the two characters before 省/市 ("岚江省", "澄江省"; of
 # 黑龙江省 its last two, the same in every mention). A character before the suffix that
-# makes a common word names no place: 全省 (the whole province), 本市, 节省 (to save).
+# makes a common word names no place: 全省 (the whole province), 本市, 节省 (to save),
+# and a year's 年 before a one-character name ("2025年甲市" is no place 年甲市).
 # Counties and districts (县, 区) lie inside the asked place; they are left out.
 _ZH_PLACE_SUFFIX = "省市"
-_ZH_NOT_NAME = frozenset("全本该各外我邻每此其节为的了在和与及比较分同两多")
+_ZH_NOT_NAME = frozenset("全本该各外我邻每此其节为的了在和与及比较分同两多年")
 
 
 def zh_places(text: str) -> set[str]:
@@ -249,12 +250,16 @@ class Scorer:
         passengers" for Kestrel Bus Company's passengers); its sentences without a figure may
         still explain (a glossary of what "installed" counts)."""
         lower = {w for text in documents.values() for w in _TOKEN.findall(text) if w.islower()}
-        distinct = {n for n in self.asked_names if n not in lower}
-        places = {p[:-1] for p in self.asked_places}  # 临江省 is named as 临江 too
+        named = {title: {w.lower() for w in _TOKEN.findall(text)} for title, text in documents.items()}
+        # a name no source uses tells nothing of which source is about it (nor does a place
+        # read wrongly out of the question: "2025年甲市" gives 年甲市)
+        distinct = {n for n in self.asked_names if n not in lower and any(n in words for words in named.values())}
+        places = {p[:-1] for p in self.asked_places  # 临江省 is named as 临江 too
+                  if any(p[:-1] in text for text in documents.values())}
         if not distinct and not places:
             return set()
         return {title for title, text in documents.items()
-                if not {w.lower() for w in _TOKEN.findall(text)} & distinct and not any(p in text for p in places)}
+                if not named[title] & distinct and not any(p in text for p in places)}
 
     def written_as_names(self, text: str) -> set[str]:
         """The words a text capitalises where a name stands (past its opening word, or a

@@ -151,18 +151,25 @@ def vocabulary_of(question: str, facts: list[Fact], sources: dict[str, SourceRec
     return frozenset(content_words("\n".join(texts)))
 
 
+def heading_key(heading: str) -> str:
+    """A heading as two headings are told apart: case, spacing and closing punctuation
+    aside ("…in 2025?" is "…in 2025")."""
+    return " ".join(heading.lower().split()).rstrip("?.!:;。？！：；")
+
+
 def heading_of(model_headings: list[str], part: str, question: str, fallback: str = "Findings",
                taken: frozenset[str] = frozenset(), vocabulary: frozenset[str] | None = None) -> str:
     """The model's heading when it is a whole phrase about its part (not about the report),
     made of the question's and the sources' words (`grounded_phrase`), and not already the
-    title's or another section's (`taken`, lower case); else the part's own words,
+    title's or another section's or another part's (`taken`, by `heading_key`); else the
+    part's own words,
     shortened at a phrase boundary (`short_heading`)."""
     wanted = content_words(part) | content_words(question)
     for heading in model_headings:
         words = content_words(heading)
         if (heading.strip() and whole_phrase(heading) and len(heading.split()) <= 12 and words - _GENERIC
                 and words & wanted and not labels_the_report(heading) and grounded_phrase(heading, vocabulary)
-                and " ".join(heading.lower().split()) not in taken):
+                and heading_key(heading) not in taken):
             heading = heading.strip()
             return heading[:1].upper() + heading[1:]
     heading = short_heading(part)
@@ -233,7 +240,8 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
         if not claims:
             not_said.append(lab["not_said_part"].format(part=short_heading(part)))
             claims = [Claim.model_construct(text=lab["not_said"], source_ids=[], attribution=None)]
-        taken = frozenset(" ".join(h.lower().split()) for h in [title, *(s.heading for s in sections)])
+        others = [short_heading(p) for m, p in enumerate(parts) if m != n]
+        taken = frozenset(heading_key(h) for h in [title, *(s.heading for s in sections), *others])
         heading = heading_of([s.heading for s in mine], part, question, lab["findings"], taken, vocabulary)
         sections.append(DraftSection.model_construct(heading=heading, claims=claims, part=n + 1))
     short = _short_answer(draft.short_answer, first_lead, sections, profiles, label, lab)

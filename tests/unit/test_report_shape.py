@@ -174,6 +174,11 @@ def test_a_heading_that_repeats_the_title_or_another_section_gives_way_to_the_pa
                                   DraftSection(heading="Heat pumps installed in Europe", claims=[registry], part=2)])
     headings = [s.heading for s in build(draft).sections]
     assert headings == ["How many heat pumps were installed in Europe in 2025", "What do the installers say about 2026"]
+    # nor does a heading that is another part's words, with a question mark (SmolLM2 on solar)
+    draft = WriterDraft(title="Heat pumps", short_answer=registry, sections=[
+        DraftSection(heading="Installed heat pumps", claims=[registry], part=1),
+        DraftSection(heading="How many heat pumps were installed in Europe in 2025?", claims=[registry], part=2)])
+    assert [s.heading for s in build(draft).sections][1] == "What do the installers say about 2026"
 
 
 def test_a_question_that_sets_a_scope_is_titled_by_it_and_its_parts_head_the_sections():
