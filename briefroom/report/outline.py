@@ -250,16 +250,22 @@ class Scorer:
         passengers" for Kestrel Bus Company's passengers); its sentences without a figure may
         still explain (a glossary of what "installed" counts)."""
         lower = {w for text in documents.values() for w in _TOKEN.findall(text) if w.islower()}
-        named = {title: {w.lower() for w in _TOKEN.findall(text)} for title, text in documents.items()}
-        # a name no source uses tells nothing of which source is about it (nor does a place
-        # read wrongly out of the question: "2025年甲市" gives 年甲市)
-        distinct = {n for n in self.asked_names if n not in lower and any(n in words for words in named.values())}
+        words = {title: {w.lower() for w in _TOKEN.findall(text)} for title, text in documents.items()}
+
+        def names(title: str, name: str) -> bool:  # "European" names Europe
+            return any(w.startswith(name) for w in words[title])
+
+        # A name no source uses tells nothing of which source is about it (nor does a place
+        # read wrongly out of the question: "2025年甲市" gives 年甲市); an acronym (EU, US)
+        # is often written out instead, so only names of four letters or more decide.
+        distinct = {n for n in self.asked_names if len(n) >= 4 and n not in lower
+                    and any(names(title, n) for title in documents)}
         places = {p[:-1] for p in self.asked_places  # 临江省 is named as 临江 too
                   if any(p[:-1] in text for text in documents.values())}
         if not distinct and not places:
             return set()
         return {title for title, text in documents.items()
-                if not named[title] & distinct and not any(p in text for p in places)}
+                if not any(names(title, n) for n in distinct) and not any(p in text for p in places)}
 
     def written_as_names(self, text: str) -> set[str]:
         """The words a text capitalises where a name stands (past its opening word, or a

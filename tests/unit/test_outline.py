@@ -621,3 +621,16 @@ def test_a_figure_from_a_source_that_never_names_the_asked_subject_is_another_su
     report = outline(draft, [region, ours], question, titles)
     said = " ".join(c.text for s in report.sections for c in s.claims) + report.short_answer.text
     assert "48.6 million" in report.short_answer.text and "96.0" not in said
+
+
+def test_a_source_naming_the_subject_another_way_is_not_silent():
+    from briefroom.report.outline import Scorer, documents_by_title
+
+    question = "How many heat pumps were installed in Europe and the EU in 2025?"
+    sources = {"A": SourceRecord(source_id="A", title="European installer survey", path="a.md"),
+               "B": SourceRecord(source_id="B", title="Installations across the European Union", path="b.md"),
+               "C": SourceRecord(source_id="C", title="Heat pumps in Japan", path="c.md")}
+    texts = {"A": "Installers put 1.84 million heat pumps into service.", "B": "The union counted 1.9 million.",
+             "C": "Japan installed 0.6 million heat pumps."}
+    score = Scorer(question, question_parts(question), [], documents=documents_by_title(sources, texts))
+    assert score.silent_titles == {"Heat pumps in Japan"}  # "European" names Europe; "EU" decides nothing
