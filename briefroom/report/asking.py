@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from briefroom.protocol.extraction import Mention, number_mentions, numbers_in
+from briefroom.protocol.extraction import Mention, content_words, number_mentions, numbers_in
 from briefroom.records import SOURCE_ID
 
 # Years in a part pick the facts of that year over those of another.
@@ -259,6 +259,14 @@ def only_labels(text: str) -> bool:
     rest = _SOURCE_ID.sub("", text).strip(" ,;:[]()-—.")
     return not rest or (_SOURCE_ID.match(text.strip(" [(")) is not None and len(rest.split()) <= 6
                         and not rest.endswith(("。", "！", "？")))
+
+
+def restates_question(text: str, question: str) -> bool:
+    """The sentence gives no figure and no word the question did not: the question said
+    back ("Lindale Water Company in 2025: how much drinking water did it put into
+    supply, …"), which a small model writes as a claim and a judge may pass."""
+    words = content_words(text)
+    return bool(words) and not figures(text) and words <= content_words(question)
 
 
 # A title or heading naming the report ("A report on the facts and figures of …") labels

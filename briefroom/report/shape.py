@@ -36,7 +36,10 @@ from briefroom.report.asking import (
     is_title,
     labels_the_report,
     measured_apart,
+    measures_in,
     only_labels,
+    projected,
+    restates_question,
     states_share,
     wants_share,
 )
@@ -213,7 +216,7 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
     filters the model's sentences once more (None: all stay); `texts`: the sources' whole
     texts, by id (their passages when not given)."""
     lab = LABELS[language]
-    draft = _findings_only(draft)
+    draft = _findings_only(draft, question)
     # a question of more parts than a report has sections: the report names those it leaves out
     omitted = [short_heading(p) for p in parts[MAX_PARTS:]]
     parts = parts[:MAX_PARTS] if parts else [question]
@@ -245,7 +248,7 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
         heading = heading_of([s.heading for s in mine], part, question, lab["findings"], taken, vocabulary)
         sections.append(DraftSection.model_construct(heading=heading, claims=claims, part=n + 1))
     short = _short_answer(draft.short_answer, first_lead, sections, profiles, label, lab)
-    summary = _summary(draft.summary, short, sections, spec.shape.summary_sentences, label, title)
+    summary = _summary(draft.summary, short, sections, spec.shape.summary_sentences, label, title, parts)
     fixed = word_count(short.text) + sum(word_count(c.text) for c in summary)
     sections = _within_words(sections, fixed, spec.target_words)
     cited = {sid for s in [short, *summary, *(c for sec in sections for c in sec.claims)] for sid in s.source_ids}
@@ -254,12 +257,12 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
         not_said=not_said, source_labels={sid: profiles[sid].label(language) for sid in cited if sid in profiles})
 
 
-def _findings_only(draft: WriterDraft) -> WriterDraft:
+def _findings_only(draft: WriterDraft, question: str) -> WriterDraft:
     """The draft without the model's sentences about the report itself ("The report
-    includes a section on…") or that only label a source (`only_labels`): they are no
-    finding, wherever the model put them."""
+    includes a section on…"), that only label a source (`only_labels`) or only say the
+    question back (`restates_question`): they are no finding, wherever the model put them."""
     def finding(text: str) -> bool:
-        return not about_the_report(text) and not only_labels(text)
+        return not about_the_report(text) and not only_labels(text) and not restates_question(text, question)
 
     def kept(claims: list[Claim]) -> list[Claim]:
         return [c for c in claims if finding(c.text)]
@@ -423,14 +426,16 @@ class _PartWriter:
         or `accept_sentence` refuses them."""
         said = self.said
         return [c for c in placed if c.text.strip() and not self.score.other_subject(c.text)
-                and not self._from_silent_sources(c) and c.text.strip() not in said
+                and not self._from_other_subjects(c) and c.text.strip() not in said
                 and (self.accept_sentence is None or self.accept_sentence(c))]
 
-    def _from_silent_sources(self, claim: Claim) -> bool:
-        """A figure of the model's resting only on sources that never name the asked subject
-        (`Scorer._never_naming`): another subject's figure, said as if it were the asked one's."""
+    def _from_other_subjects(self, claim: Claim) -> bool:
+        """Every source the model's sentence cites makes it another subject's, as it would
+        make the same sentence of its own (`Scorer.other_subject` with the source's title):
+        Brookfell Water's "Leakage was 14.2% of water put into supply" copied for Lindale
+        Water Company, or a figure only a source that never names the subject gives."""
         cited = [self.titles[sid] for sid in claim.source_ids if sid in self.titles]
-        return bool(cited) and bool(figures(claim.text)) and all(t in self.score.silent_titles for t in cited)
+        return bool(cited) and all(self.score.other_subject(claim.text, "", title) for title in cited)
 
     def _lead_and_prose(self, prose: list[Claim], found: list[Fact]) -> list[Claim]:
         """The model's sentences, after the authoritative figure when the prose lacks it, and
@@ -489,10 +494,21 @@ def _short_answer(model: Claim, lead: Fact | None, sections: list[DraftSection],
     return label.labelled(quote(lead))  # an estimate that is all there is says it is one
 
 
+def _finding_of(section: DraftSection, part: str) -> Claim | None:
+    """The section's first cited sentence, unless it is a forecast or an estimate and the
+    part does not ask for one (then none: the section weighs it, the summary does not)."""
+    first = section.claims[0] if section.claims and section.claims[0].source_ids else None
+    if first is None or (projected(first.text) and "forecast" not in measures_in(part)):
+        return None
+    return first
+
+
 def _summary(model: list[Claim], short: Claim, sections: list[DraftSection], limit: int,
-             label: Labeller, title: str) -> list[Claim]:
+             label: Labeller, title: str, parts: list[str]) -> list[Claim]:
     """The model's executive summary (verified); without one, each later section's first
-    sentence: what a reader who stops here still takes away. A sentence that only
+    sentence that is not a forecast where its part asks what was (a 2021 plan's "we forecast
+    … 402 euros" is what the section weighs, not what a reader should take away as the
+    bill): what a reader who stops here still takes away. A sentence that only
     repeats the title's words says nothing and is left out, and so is a source's sentence
     quoted in place of one that failed, unless a section holds it: a summary sums up the
     sections, and a quote no section weighed (a plan's target beside the measured figure)
@@ -503,7 +519,8 @@ def _summary(model: list[Claim], short: Claim, sections: list[DraftSection], lim
               and not set(content_words(c.text)) <= named
               and (not c.text.lstrip().startswith("“") or bare_text(c.text) in held)]
     if not chosen:
-        chosen = [next(c for c in s.claims) for s in sections[1:] if s.claims and s.claims[0].source_ids]
+        asked = dict(enumerate(parts, 1))
+        chosen = [c for s in sections[1:] if (c := _finding_of(s, asked.get(s.part or 0, "")))]
         chosen = [c.model_copy(update={"attribution": None}) if c.attribution and not label.unverified(c) else c
                   for c in chosen]
     out = [c for c in chosen if c.text.strip() != short.text.strip()]

@@ -415,3 +415,46 @@ def test_a_claim_that_only_labels_a_source_is_no_finding():
              *(c.text for s in report.sections for c in s.claims)]
     assert not any("Sa1b2c3d4" in t for t in texts)
     assert any("1.84 million" in t for t in texts)
+
+
+WATER_QUESTION = ("For Lindale Water Company in 2025: how much drinking water did it put into supply, "
+                  "and what was the average household bill?")
+WATER = {
+    "L": source("L", "Lindale Water Company: annual report 2025",
+                "In 2025 Lindale Water Company put 142.6 million cubic metres of drinking water into supply."),
+    "P": source("P", "Lindale Water Company business plan (submitted 2021)",
+                "In this plan we forecast that the average household bill in 2025 would be 402 euros."),
+    "B": source("B", "Brookfell Water: 2025 at a glance",  # it names Lindale, the valley it lies east of
+                "Leakage was 14.2% of water put into supply, and the average household bill was 344 euros.",
+                "Brookfell Water supplies the district east of the Lindale valley."),
+}
+WATER_FACTS = [Fact(fact_id=f"W{sid}", text=extraction_statements(r.passages[0].text)[0], source_id=sid,
+                    found_by="passage", round=1) for sid, r in WATER.items()]
+
+
+def water_report(bill: list[Claim]):
+    supply = Claim(text=WATER_FACTS[0].text, source_ids=["L"])
+    draft = WriterDraft(title="Lindale Water", short_answer=supply,
+                        sections=[DraftSection(heading="Supply", claims=[supply], part=1),
+                                  DraftSection(heading="Bill", claims=bill, part=2)])
+    return assemble(draft, question_parts(WATER_QUESTION), WATER_QUESTION, WATER_FACTS, WATER, profiles(WATER),
+                    ReportSpec(), "en")
+
+
+def test_the_models_copy_of_another_companys_sentence_is_left_out():
+    report = water_report([Claim(text=WATER_FACTS[2].text, source_ids=["B"])])
+    assert all("344" not in c.text and "14.2%" not in c.text for s in report.sections for c in s.claims)
+
+
+def test_a_sentence_that_says_the_question_back_is_no_finding():
+    echo = Claim(text="Lindale Water Company in 2025: how much drinking water did it put into supply.",
+                 source_ids=["L"])
+    report = water_report([echo])
+    assert all("how much drinking water" not in c.text for s in report.sections for c in s.claims)
+
+
+def test_a_forecast_of_the_asked_year_is_weighed_in_its_section_not_summed_up():
+    report = water_report([Claim(text=WATER_FACTS[1].text, source_ids=["P"])])
+    bill = " ".join(c.text for c in report.sections[1].claims)
+    assert "402 euros" in bill  # all the documents give for the bill: the section shows it
+    assert all("402" not in c.text for c in report.summary)
