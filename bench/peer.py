@@ -82,9 +82,8 @@ def ensure_peer_venv(venv: Path, packages: tuple[str, ...] = PEER_PACKAGES) -> P
     peer's pins (langchain, openai, …) must never meet briefroom's."""
     python = venv / "bin" / "python"
     if python.is_file():
-        # A venv made before a pin was added keeps what it resolved then: langchain-openai
-        # 1.8 cancels a streamed call after 120 s without a chunk, which a 1.5B model's
-        # 4,000-token prompt on one busy thread takes, and the peer retried ten times.
+        # A venv made before a pin was added keeps what it resolved then, not the versions
+        # the peer's figures in BENCHMARKS.md were measured with.
         stale = [p for p in packages if _installed(python, p.split("==")[0]) != p.split("==")[1]]
         if stale:
             print(f"pinning {', '.join(stale)} in the peer's venv at {venv}", file=sys.stderr)
@@ -240,6 +239,9 @@ def peer_environment(*, doc_path: Path, chat_base_url: str, chat_model: str, loo
         # one slot serves every call in turn: a queued call is waiting, not lost, so no client
         # timeout (the openai client's is 600 s) may resend it beside itself
         "LLM_KWARGS": json.dumps({"request_timeout": CALL_TIMEOUT_S, "max_retries": 0}),
+        # nor may langchain-openai's wait for the first streamed chunk (120 s by default):
+        # the 1.5B reads a 4,400-token prompt at 3.5 tokens/s on one busy thread
+        "LANGCHAIN_OPENAI_STREAM_CHUNK_TIMEOUT_S": "0",
         "RETRIEVER": "custom", "RETRIEVER_ENDPOINT": f"{loopback_url}/search",
         # "openai" provider with its base URL in kwargs: the "custom" provider would send the
         # embeddings to OPENAI_BASE_URL, the chat server

@@ -123,6 +123,7 @@ def test_peer_settings_reach_only_loopback(tmp_path):
     assert json.loads(env["EMBEDDING_KWARGS"])["openai_api_base"] == "http://127.0.0.1:8/v1"
     assert json.loads(env["EMBEDDING_KWARGS"])["check_embedding_ctx_length"] is False
     assert env["DOC_PATH"] == str(tmp_path) and env["LANGUAGE"] == "chinese" and env["MCP_STRATEGY"] == "disabled"
+    assert env["LANGCHAIN_OPENAI_STREAM_CHUNK_TIMEOUT_S"] == "0"  # a slow first chunk is no failure
     urls = [v for v in env.values() if v.startswith(("http:", "https:"))] + [json.loads(env["EMBEDDING_KWARGS"])["openai_api_base"]]
     assert urls and all(u.startswith("http://127.0.0.1:") for u in urls)
 
