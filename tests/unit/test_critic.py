@@ -28,39 +28,17 @@ def accept_all(messages, kwargs):
                                                       for i in json.loads(ids.group(1))]}))
 
 
-def test_a_conclusion_whose_number_is_not_in_its_source_is_rejected_even_if_the_model_accepts_it():
+def review_good_and_bad(replies) -> tuple[Critique, str, str, list]:
+    """The Critic's review of a conclusion its source holds and one whose figure it does
+    not, with the model answering `replies` in turn; and the run's events."""
     roles = discover()
     critic = next(r for r in roles if r.name == "critic")
     source = SourceRecord(source_id="S0000abcd", title="Cloud", path="cloud.md",
                           passages=(Passage(chunk_id="c1", start=0, end=len(TEXT), text=TEXT),))
     index = SimpleNamespace(document=lambda sid: SimpleNamespace(text=TEXT) if sid == "S0000abcd" else None)
-    pool = ModelPool({"critic": ModelHandle("critic", "scripted", "scripted", ScriptedChatModel([accept_all]),
+    pool = ModelPool({"critic": ModelHandle("critic", "scripted", "scripted", ScriptedChatModel(replies),
                                             "json_object_schema", 32_000, label="scripted")})
-    ctx = RunContext(bus=bus_for(roles), models=pool, counter=TokenCounter(), log=RunLog(None), index=index)
-    good = make_message(sender="searcher", msg_type=MsgType.CONCLUSION, content=TEXT, round=1, seq=1,
-                        references=["S0000abcd"], payload=Conclusion(question="How big?"))
-    bad = make_message(sender="searcher", msg_type=MsgType.CONCLUSION, round=1, seq=2, references=["S0000abcd"],
-                       content="Public cloud spending will reach 999 billion USD in 2026.",
-                       payload=Conclusion(question="How big?"))
-    state = {"charter": Charter(goal="How big is the cloud market?", acceptance_criteria=("cited",), max_rounds=2),
-             "round": 1, "whiteboard": [good, bad], "seen": {}, "sources": {"S0000abcd": source}, "facts": []}
-    turn = Turn(role=critic, state=state, ctx=ctx)
-    critic.step(turn)
-    (review,) = [m.payload_as(Critique) for m in turn.published]
-    assert review.kind == "review" and review.accepted == (good.msg_id,)
-    assert list(review.rejected) == [bad.msg_id] and "999" in review.rejected[bad.msg_id]
-
-
-def test_a_review_the_model_cannot_write_leaves_the_code_verdicts_standing():
-    roles = discover()
-    critic = next(r for r in roles if r.name == "critic")
-    source = SourceRecord(source_id="S0000abcd", title="Cloud", path="cloud.md",
-                          passages=(Passage(chunk_id="c1", start=0, end=len(TEXT), text=TEXT),))
-    index = SimpleNamespace(document=lambda sid: SimpleNamespace(text=TEXT) if sid == "S0000abcd" else None)
-    broken = [lambda messages, kwargs: AIMessage(content='{"verdicts": [{"msg_id": "x" "verdict"')] * 3
-    pool = ModelPool({"critic": ModelHandle("critic", "scripted", "scripted", ScriptedChatModel(broken),
-                                            "json_object_schema", 32_000, label="scripted")})
-    events = []
+    events: list = []
     ctx = RunContext(bus=bus_for(roles), models=pool, counter=TokenCounter(), log=RunLog(None, events.append),
                      index=index)
     good = make_message(sender="searcher", msg_type=MsgType.CONCLUSION, content=TEXT, round=1, seq=1,
@@ -73,5 +51,17 @@ def test_a_review_the_model_cannot_write_leaves_the_code_verdicts_standing():
     turn = Turn(role=critic, state=state, ctx=ctx)
     critic.step(turn)
     (review,) = [m.payload_as(Critique) for m in turn.published]
-    assert review.accepted == (good.msg_id,) and list(review.rejected) == [bad.msg_id]
+    return review, good.msg_id, bad.msg_id, events
+
+
+def test_a_conclusion_whose_number_is_not_in_its_source_is_rejected_even_if_the_model_accepts_it():
+    review, good, bad, _ = review_good_and_bad([accept_all])
+    assert review.kind == "review" and review.accepted == (good,)
+    assert list(review.rejected) == [bad] and "999" in review.rejected[bad]
+
+
+def test_a_review_the_model_cannot_write_leaves_the_code_verdicts_standing():
+    broken = [lambda messages, kwargs: AIMessage(content='{"verdicts": [{"msg_id": "x" "verdict"')] * 3
+    review, good, bad, events = review_good_and_bad(broken)
+    assert review.accepted == (good,) and list(review.rejected) == [bad]
     assert any(e.event == "fallback" and "review was not used" in e.reason for e in events)
