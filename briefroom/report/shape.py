@@ -50,7 +50,7 @@ from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, docume
 from briefroom.report.repeats import Says, new_sentences, without_repeats
 from briefroom.report.source_kinds import SourceProfile
 from briefroom.report.spec import ReportShape, ReportSpec
-from briefroom.report.verify import anchor
+from briefroom.report.verify import anchor, echoes_feedback
 
 # Words a model's heading may consist of and still say nothing of its part ("Findings,
 # part 2"): such a heading gives way to the part's own words.
@@ -259,10 +259,12 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
 
 def _findings_only(draft: WriterDraft, question: str) -> WriterDraft:
     """The draft without the model's sentences about the report itself ("The report
-    includes a section on…"), that only label a source (`only_labels`) or only say the
-    question back (`restates_question`): they are no finding, wherever the model put them."""
+    includes a section on…"), that only label a source (`only_labels`), only say the
+    question back (`restates_question`) or carry the checks' feedback
+    (`verify.echoes_feedback`): they are no finding, wherever the model put them."""
     def finding(text: str) -> bool:
-        return not about_the_report(text) and not only_labels(text) and not restates_question(text, question)
+        return not about_the_report(text) and not only_labels(text) and not restates_question(text, question) \
+            and not echoes_feedback(text)
 
     def kept(claims: list[Claim]) -> list[Claim]:
         return [c for c in claims if finding(c.text)]

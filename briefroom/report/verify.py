@@ -190,6 +190,19 @@ class Repair:
         return f"dropped unsupported sentence {self.sentence!r} ({self.reason})"
 
 
+NOT_SUPPORTED = "not supported by its sources"
+# What the list of failed sentences sent back to the Writer says of each: a check's name
+# (`Problem.kind`, snake_case, which no prose writes) and its reason, or the judge's.
+_FEEDBACK = re.compile(rf"\b[a-z]+_[a-z_]+:|{NOT_SUPPORTED}", re.I)
+
+
+def echoes_feedback(text: str) -> bool:
+    """The sentence carries the feedback it was sent back with ("… — not supported by its
+    sources: Unsupported"): SmolLM2 copied the failure line as its revised sentence, and
+    its judge passed it. Words the checks wrote are no finding of the sources'."""
+    return bool(_FEEDBACK.search(text))
+
+
 def failures(claims: list[Claim], source_texts: dict[str, str], judge: Judge | None = None) -> dict[int, str]:
     """{index: reason} for each sentence that may not stay: code's checks, then the
     model's judgement of those code lets through but that do not restate a source."""
@@ -203,7 +216,7 @@ def failures(claims: list[Claim], source_texts: dict[str, str], judge: Judge | N
         judged = open_[:MAX_JUDGED]
         for k, why in judge([claims[n] for n in judged]).items():
             if 0 <= k < len(judged):
-                failed[judged[k]] = f"not supported by its sources: {why}"
+                failed[judged[k]] = f"{NOT_SUPPORTED}: {why}"
     return failed
 
 

@@ -458,3 +458,13 @@ def test_a_forecast_of_the_asked_year_is_weighed_in_its_section_not_summed_up():
     bill = " ".join(c.text for c in report.sections[1].claims)
     assert "402 euros" in bill  # all the documents give for the bill: the section shows it
     assert all("402" not in c.text for c in report.summary)
+
+
+def test_a_sentence_carrying_the_checks_feedback_is_no_finding():
+    from briefroom.report.verify import echoes_feedback
+
+    echoed = Claim(text="Leakage fell to 18.4% — not supported by its sources: Unsupported", source_ids=["L"])
+    report = water_report([echoed])
+    assert all("not supported" not in c.text for s in report.sections for c in s.claims)
+    assert echoes_feedback("120 — unsupported_number: 120 does not appear in cited source(s) S1")
+    assert not echoes_feedback("Leakage was not supported by new mains; it fell to 18.4%.")
