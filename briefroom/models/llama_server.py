@@ -16,6 +16,7 @@ What is set here and why:
   measured in the issue).
 - a small RAM prompt cache: with a slot per role little is evicted; the default 8 GiB
   would let a long run grow the process without need.
+- it ends when the process that started it is gone, however that process died.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 PROMPT_CACHE_MIB = 512
 
@@ -63,10 +65,20 @@ def serve(args: argparse.Namespace) -> None:
     params.endpoint_slots = True
     params.use_jinja = True  # the model's own chat template, tool calls included
     params.sse_ping_interval = 10  # a stream that is only evaluating a long prompt still says it is alive
+    parent = os.getppid()
     server = xllamacpp.Server(params)
     print(f"listening {server.listening_address}", flush=True)
-    while True:
-        time.sleep(3600)
+    outlive_no_parent(parent)
+    os._exit(0)
+
+
+def outlive_no_parent(parent: int, poll_s: float = 2.0, getppid: Callable[[], int] = os.getppid,
+                      sleep: Callable[[float], None] = time.sleep) -> None:
+    """Return once the process that started the server is gone (it is then re-parented):
+    a client killed without stopping it (SIGKILL, or a script with no SIGTERM handler) would
+    otherwise leave a server holding the model's memory and a share of the cores."""
+    while getppid() == parent:
+        sleep(poll_s)
 
 
 def _exit_now(signum: int, _frame: object) -> None:

@@ -131,3 +131,12 @@ def test_every_string_of_a_grammar_is_bounded_nested_models_too():
     found = list(strings(bounded))
     assert found and all("maxLength" in s for s in found)
     assert bounded["properties"]["next_action"]["maxLength"] == 300  # a limit the model set stays
+
+
+def test_the_server_process_ends_when_its_parent_is_gone():
+    from briefroom.models.llama_server import outlive_no_parent
+
+    parents = iter([41, 41, 41, 1])  # re-parented to init on the fourth look
+    slept: list[float] = []
+    outlive_no_parent(41, poll_s=0.5, getppid=lambda: next(parents), sleep=slept.append)
+    assert slept == [0.5, 0.5, 0.5]
