@@ -96,17 +96,21 @@ def ensure_peer_venv(venv: Path, packages: tuple[str, ...] = PEER_PACKAGES) -> P
     return python
 
 
+def _version_probe(python: Path, package: str) -> subprocess.CompletedProcess[str]:
+    """`package`'s version as that interpreter reports it (stdout), or why not (stderr)."""
+    return subprocess.run([str(python), "-c", "import sys; from importlib.metadata import version; "
+                           "print(version(sys.argv[1]))", package], capture_output=True, text=True)
+
+
 def _installed(python: Path, package: str) -> str | None:
     """The version of `package` in that interpreter, None when it has none."""
-    probe = subprocess.run([str(python), "-c", "import sys; from importlib.metadata import version; "
-                            "print(version(sys.argv[1]))", package], capture_output=True, text=True)
+    probe = _version_probe(python, package)
     return probe.stdout.strip() if probe.returncode == 0 else None
 
 
 def peer_version(peer_python: Path) -> str:
     """gpt-researcher's version in that interpreter; a clear stop if it has none."""
-    probe = subprocess.run([str(peer_python), "-c", "from importlib.metadata import version; "
-                            "print(version('gpt-researcher'))"], capture_output=True, text=True)
+    probe = _version_probe(peer_python, "gpt-researcher")
     if probe.returncode != 0:
         raise SystemExit(f"error: {peer_python} has no gpt-researcher ({last_line(probe.stderr)}); "
                          f"make one with: python3 -m venv DIR && DIR/bin/pip install {' '.join(PEER_PACKAGES)}")

@@ -29,7 +29,7 @@ _PREPOSITIONS = frozenset("in into on at by for from to with during over per of 
 _PRONOUNS = frozenset("it its they them that this these those we he she you i there".split())
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|[^\sA-Za-z]")
 # Words are compared by their first five letters: generate, generated, generation.
-_STEM = 5
+PREFIX = 5
 
 
 class Doing(NamedTuple):
@@ -39,8 +39,9 @@ class Doing(NamedTuple):
     verb: str
 
 
-def _stem(word: str) -> str:
-    return word.lower()[:_STEM]
+def word_key(word: str) -> str:
+    """A word as the subject rules compare it: lower case, its first `PREFIX` letters."""
+    return word.lower()[:PREFIX]
 
 
 def _verb_form(word: str, auxiliary: str) -> bool:
@@ -72,7 +73,7 @@ def asked_doings(question: str) -> list[Doing]:
             continue
         words = content_words(" ".join(doer))
         if words:
-            found.append(Doing(frozenset(_stem(w) for w in words), _stem(verb[0])))
+            found.append(Doing(frozenset(word_key(w) for w in words), word_key(verb[0])))
     return found
 
 
@@ -84,7 +85,7 @@ def doer_in(sentence: str, verb: str) -> tuple[frozenset[str], frozenset[str]]:
     Empty when the verb is not there or nothing stands before it."""
     tokens = _WORD.findall(sentence)
     for n, token in enumerate(tokens):
-        if token[0].isalpha() and n and _stem(token) == verb:
+        if token[0].isalpha() and n and word_key(token) == verb:
             clause = tokens[:n]
             start = max((i + 1 for i, w in enumerate(clause) if w in ",;:“\"("), default=0)
             doer = []
@@ -97,7 +98,7 @@ def doer_in(sentence: str, verb: str) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def _stems(words: list[str]) -> frozenset[str]:
-    return frozenset(_stem(w) for w in content_words(" ".join(words)))
+    return frozenset(word_key(w) for w in content_words(" ".join(words)))
 
 
 def done_by_another(sentence: str, question: str, doings: list[Doing]) -> bool:
@@ -108,7 +109,7 @@ def done_by_another(sentence: str, question: str, doings: list[Doing]) -> bool:
     "Electricity generation reached" (electricity is the question's word)."""
     if not doings:
         return False
-    asked = {_stem(w) for w in content_words(question)}
+    asked = {word_key(w) for w in content_words(question)}
     for doing in doings:
         doer, before = doer_in(sentence, doing.verb)
         if doer and not doer & asked and not doing.doer & before:

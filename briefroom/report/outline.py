@@ -46,7 +46,7 @@ from briefroom.report.asking import (
     wants_share,
     whole_period,
 )
-from briefroom.report.doers import asked_doings, done_by_another
+from briefroom.report.doers import asked_doings, done_by_another, word_key
 from briefroom.report.language import language_of, part_query
 
 # A source sentence must score this well on a part (`Scorer`, 0..1+) to answer it: below,
@@ -203,11 +203,11 @@ class Scorer:
         the subject, not about what the part asks of it ("Azure grew 31%" for "how many
         data centres does Azure run in Antarctica"). Words are compared by their first
         five letters (handle, handled; centre, centres)."""
-        named = {w.lower()[:5] for w in _TOKEN.findall(part) if w.lower() in self.asked_names}
+        named = {word_key(w) for w in _TOKEN.findall(part) if w.lower() in self.asked_names}
         if not named:
             return False
-        said = {w[:5] for w in content_words(text)}
-        asked = {w[:5] for w in content_words(part)} - named
+        said = {word_key(w) for w in content_words(text)}
+        asked = {word_key(w) for w in content_words(part)} - named
         return bool(asked) and bool(said & named) and not said & asked
 
     def other_subject(self, text: str, part: str = "", title: str = "") -> bool:
@@ -249,8 +249,9 @@ class Scorer:
         it answers in words ("Across the region's four operators, buses carried 96.0 million
         passengers" for Kestrel Bus Company's passengers); its sentences without a figure may
         still explain (a glossary of what "installed" counts)."""
-        lower = {w for text in documents.values() for w in _TOKEN.findall(text) if w.islower()}
-        words = {title: {w.lower() for w in _TOKEN.findall(text)} for title, text in documents.items()}
+        tokens = {title: set(_TOKEN.findall(text)) for title, text in documents.items()}
+        lower = {w for found in tokens.values() for w in found if w.islower()}
+        words = {title: {w.lower() for w in found} for title, found in tokens.items()}
 
         def names(title: str, name: str) -> bool:  # "European" names Europe
             return any(w.startswith(name) for w in words[title])

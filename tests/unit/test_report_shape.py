@@ -288,13 +288,20 @@ METRO_FACTS = [Fact(fact_id=f"M{n}", text=text, source_id=sid, found_by="passage
 ZH_QUESTION = "2025年甲市地铁日均客运量是多少，与2024年相比变化如何？"
 
 
+def two_part_report(question: str, facts: list[Fact], sources: dict[str, SourceRecord], part_two: list[Claim],
+                    language: str = "en"):
+    """The report of a two-part question whose first part the model answered with the first
+    fact, and whose second it answered with `part_two`."""
+    lead = Claim(text=facts[0].text, source_ids=[facts[0].source_id])
+    draft = WriterDraft(title="Report", short_answer=lead,
+                        sections=[DraftSection(heading="Part one", claims=[lead], part=1),
+                                  DraftSection(heading="Part two", claims=part_two, part=2)])
+    return assemble(draft, question_parts(question), question, facts, sources, profiles(sources), ReportSpec(),
+                    language)
+
+
 def metro_report(part_two: list[Claim]):
-    lead = Claim(text=METRO_FACTS[0].text, source_ids=["B25"])
-    draft = WriterDraft(title="甲市地铁客运量", short_answer=lead,
-                        sections=[DraftSection(heading="日均客运量", claims=[lead], part=1),
-                                  DraftSection(heading="与2024年相比", claims=part_two, part=2)])
-    return assemble(draft, question_parts(ZH_QUESTION), ZH_QUESTION, METRO_FACTS, METRO, profiles(METRO),
-                    ReportSpec(), "zh")
+    return two_part_report(ZH_QUESTION, METRO_FACTS, METRO, part_two, "zh")
 
 
 def test_a_part_comparing_with_a_year_also_gives_that_years_level():
@@ -433,12 +440,7 @@ WATER_FACTS = [Fact(fact_id=f"W{sid}", text=extraction_statements(r.passages[0].
 
 
 def water_report(bill: list[Claim]):
-    supply = Claim(text=WATER_FACTS[0].text, source_ids=["L"])
-    draft = WriterDraft(title="Lindale Water", short_answer=supply,
-                        sections=[DraftSection(heading="Supply", claims=[supply], part=1),
-                                  DraftSection(heading="Bill", claims=bill, part=2)])
-    return assemble(draft, question_parts(WATER_QUESTION), WATER_QUESTION, WATER_FACTS, WATER, profiles(WATER),
-                    ReportSpec(), "en")
+    return two_part_report(WATER_QUESTION, WATER_FACTS, WATER, bill)
 
 
 def test_the_models_copy_of_another_companys_sentence_is_left_out():
