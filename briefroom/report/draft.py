@@ -88,17 +88,20 @@ def render_markdown(draft: ReportDraft, sources: dict[str, SourceRecord], footer
         lines += [f"## {lab['summary']}", "", *prose(summary), ""]
     for section in draft.sections:
         # Models repeat themselves; a claim already made is not made again.
+        above = dict.fromkeys(written[bare_text(c.text)] for c in section.claims if bare_text(c.text) in written)
+        pointer = lab["see_above"].format(headings=lab["and"].join(f"“{heading}”" for heading in above))
         fresh = []
         for claim in section.claims:
             if bare_text(claim.text) not in written:  # a quote of a sentence the model wrote is that sentence
                 written[bare_text(claim.text)] = section.heading.strip()
                 fresh.append(claim)
         if fresh:
-            lines += [f"## {section.heading.strip()}", "", *prose(fresh), ""]
+            # its answer (the first sentence) was written under an earlier part: the reader is
+            # pointed to it before what this section adds
+            first_above = bool(above) and section.claims[0] not in fresh
+            lines += [f"## {section.heading.strip()}", "", *([pointer, ""] if first_above else []), *prose(fresh), ""]
         elif section.claims:  # its answer was written under an earlier part: the part still has its section
-            where = dict.fromkeys(written[bare_text(c.text)] for c in section.claims if bare_text(c.text) in written)
-            headings = lab["and"].join(f"“{heading}”" for heading in where)
-            lines += [f"## {section.heading.strip()}", "", lab["see_above"].format(headings=headings), ""]
+            lines += [f"## {section.heading.strip()}", "", pointer, ""]
     written[bare_text(draft.short_answer.text)] = ""
     figures = [c for c in draft.key_figures if bare_text(c.text) not in written]
     if figures:

@@ -344,6 +344,7 @@ class _PartWriter:
                   if answers_comparison(f.text, part)}.values())
         if above is not None and own is not None:
             found, claims = again or [own], [quote(f) for f in again] or [above]
+            claims += self._context_of(prose, part, own)
             self._say(claims)
             return found, claims
         if not found and not any(answers(c, part, self.score) for c in prose):
@@ -399,6 +400,21 @@ class _PartWriter:
         wanted = figures(own.text)
         return next((c for c in self.said_claims
                      if bare_text(c.text) == own.text or (wanted and wanted <= figures(c.text))), None)
+
+    def _context_of(self, prose: list[Claim], part: str, own: Fact) -> list[Claim]:
+        """The model's verified sentences of a part whose answer an earlier part gave: the
+        ones that are no rival answer of the kind asked (no other share where the part asks
+        a share, no other change where it asks a change) tell the reader what the answer is
+        measured against ("The city's heat demand … was 8.30 TWh" under "what share of the
+        city's heat demand did that meet"); a share of freight under a share of passengers
+        would stand as the answer, and is left out."""
+        def rival(claim: Claim) -> bool:
+            return (wants_share(part) and states_share(claim.text)) or answers_comparison(claim.text, part)
+
+        kept = [c for c in prose if not rival(c) and not (figures(c.text) and figures(c.text) <= figures(own.text))]
+        said = [Says.of(c.text) for c in self.said_claims]
+        return new_sentences([self._beside_the_lead(without_repeats(c), own)
+                              for c in kept[:self.shape.sentences_per_section]], said)
 
     def _base_year(self, part: str, claims: list[Claim]) -> list[Claim]:
         """A part asking how something changed compared with a year it names ("与2024年相比

@@ -470,3 +470,31 @@ def test_a_sentence_carrying_the_checks_feedback_is_no_finding():
     assert all("not supported" not in c.text for s in report.sections for c in s.claims)
     assert echoes_feedback("120 — unsupported_number: 120 does not appear in cited source(s) S1")
     assert not echoes_feedback("Leakage was not supported by new mains; it fell to 18.4%.")
+
+
+HEAT = {"STAT": source("STAT", "Varnholm City Energy Office: heat supply statistics 2025",
+                       "District heating networks delivered 3.46 TWh of heat to buildings in Varnholm in 2025, "
+                       "meeting 41.7% of the city's heat demand.",
+                       "The city's heat demand, measured at the buildings, was 8.30 TWh in 2025.",
+                       "Heat pumps met 12.5% of the city's heat demand in 2025.")}
+HEAT_FACTS = [Fact(fact_id=f"H{n}", text=t, source_id="STAT", found_by="passage", round=1)
+              for n, t in enumerate(extraction_statements(HEAT["STAT"].passages[0].text))]
+HEAT_QUESTION = ("How much heat did district heating networks deliver in Varnholm in 2025, and what share of the "
+                 "city's heat demand did that meet?")
+
+
+def heat_report(part_two: list[str]) -> str:
+    report = two_part_report(HEAT_QUESTION, HEAT_FACTS, HEAT, [Claim(text=t, source_ids=["STAT"]) for t in part_two])
+    return render_markdown(report, HEAT)[0]
+
+
+def test_a_part_answered_above_keeps_what_the_answer_is_measured_against():
+    markdown = heat_report(["The city's heat demand, measured at the buildings, was 8.30 TWh in 2025."])
+    second = markdown.split("## ")[-2]  # the second part's section, before Sources
+    assert "See above" in second and "8.30 TWh" in second
+    assert markdown.count("41.7%") == 2  # the short answer and the first section, not said a third time
+
+
+def test_a_part_answered_above_takes_no_rival_share_from_the_prose():
+    second = heat_report(["Heat pumps met 12.5% of the city's heat demand in 2025."]).split("## ")[-2]
+    assert "See above" in second and "12.5%" not in second
