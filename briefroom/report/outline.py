@@ -378,13 +378,17 @@ def may_answer(text: str, part: str, question: str, title: str = "") -> bool:
 
 class _Scored(NamedTuple):
     """A candidate sentence for a part: its relevance weighted by its source's authority
-    (what the lead is chosen by), as a sentence alone (what rivals are measured by), and
-    its place among the facts (the tie-break, so equal scores keep the facts' order)."""
+    (what the lead is chosen by), unweighted, its place among the facts (the tie-break,
+    so equal scores keep the facts' order), and its relevance as a sentence alone, without
+    the team's confirmation (what rivals are measured by: whether the Searcher happened to
+    report a sentence says nothing of how well it answers, and a rival the Searcher did
+    not report stood beside the lead or not by that chance)."""
 
     weighted: float
     relevance: float
     order: int
     fact: Fact
+    alone: float
 
 
 # A sentence that is one step of a source's count of reasons ("First, …", "Second, …",
@@ -469,8 +473,9 @@ def _answering(facts: list[Fact], part: str, score: Scorer, titles: dict[str, st
         if f.text in used or not may_answer(f.text, part, score.question, title) \
                 or score.other_subject(f.text, part, title) or score.names_only(f.text, part):
             continue
-        relevance_ = score(f.text, part) + (0.05 if f.confirmed_by else 0.0)
-        scored.append(_Scored(relevance_ * authority.get(f.source_id, 1.0), relevance_, n, f))
+        alone = score(f.text, part)
+        relevance_ = alone + (0.05 if f.confirmed_by else 0.0)
+        scored.append(_Scored(relevance_ * authority.get(f.source_id, 1.0), relevance_, n, f, alone))
     return [t for t in scored if t.relevance >= ANSWERS_PART]
 
 
@@ -519,11 +524,11 @@ def _rivals(scored: list[_Scored], lead: _Scored, part: str) -> list[Fact]:
     answering the part nearly as well as the lead (`RIVAL_SHARE`), best first; at most
     `MAX_LEADS` with the lead."""
     out = [lead.fact]
-    for candidate in sorted((t for t in scored if t.fact is not lead.fact), key=lambda t: (-t.relevance, t.order)):
-        if len(out) >= MAX_LEADS or candidate.relevance < CLOSE_RIVAL_SHARE * lead.relevance:
+    for candidate in sorted((t for t in scored if t.fact is not lead.fact), key=lambda t: (-t.alone, t.order)):
+        if len(out) >= MAX_LEADS or candidate.alone < CLOSE_RIVAL_SHARE * lead.alone:
             break
         fact = candidate.fact
-        if candidate.relevance < RIVAL_SHARE * lead.relevance and not close_rival(fact.text, lead.fact.text):
+        if candidate.alone < RIVAL_SHARE * lead.alone and not close_rival(fact.text, lead.fact.text):
             continue
         if gives_only_differences(fact.text) and not asks_change(part):
             continue  # a difference is no rival to a level

@@ -65,6 +65,18 @@ def test_rival_figures_stand_side_by_side_with_who_says_them():
     assert [c.attribution for c in claims] == ["Analyst brief", "Newswire"]
 
 
+def test_a_rival_stands_beside_the_lead_whether_or_not_the_team_reported_it():
+    from briefroom.report.outline import _rivals, _Scored
+
+    part = "How big is the 2026 public cloud market"
+    # the scores the cloud-market replay with Qwen2.5-Coder-1.5B gives: the lead confirmed by
+    # the team (+0.05), the research firm's forecast only read in a passage
+    lead = _Scored(0.70, 0.782, 0, fact(CLOUD_FORECAST, "A"), 0.732)
+    rival = _Scored(0.53, 0.661, 1, fact("A research firm raised its forecast for 2026 public cloud spending to 680 "
+                                         "billion USD, citing demand for generative AI services.", "B"), 0.661)
+    assert [f.source_id for f in _rivals([lead, rival], lead, part)] == ["B"]
+
+
 def test_a_sentence_about_another_named_subject_does_not_lead():
     question = "How much offshore wind capacity did Norvalia add in 2025?"
     facts = [fact("Estmark, Norvalia's southern neighbour, added 3.3 GW of offshore wind capacity in 2025.", "E"),
@@ -468,14 +480,14 @@ def test_a_measured_figure_of_something_else_does_not_push_out_the_forecast():
 
     part = "How big is the 2026 public cloud market"
     # the scores the cloud-market replay gives these sentences (lexical and semantic)
-    forecast = _Scored(0.70, 0.782, 0, fact(CLOUD_FORECAST, "A"))
+    forecast = _Scored(0.70, 0.782, 0, fact(CLOUD_FORECAST, "A"), 0.732)
     quarter = _Scored(0.54, 0.598, 1, fact("Enterprise spending on cloud infrastructure services reached 94 billion "
-                                           "USD in the second quarter of 2026, 22% more than a year earlier.", "T"))
+                                           "USD in the second quarter of 2026, 22% more than a year earlier.", "T"), 0.598)
     growth = _Scored(0.46, 0.515, 2, fact("Specialist GPU clouds such as CoreWeave reported revenue growth above "
-                                          "100% in 2026.", "G"))
+                                          "100% in 2026.", "G"), 0.515)
     assert _measured_first([forecast, quarter, growth], part)[0] is forecast
     # a count of the forecast's quantity (its unit, within a factor of two) does lead
-    count = _Scored(0.40, 0.45, 3, fact("Spending on public cloud services reached 690 billion USD in 2026.", "R"))
+    count = _Scored(0.40, 0.45, 3, fact("Spending on public cloud services reached 690 billion USD in 2026.", "R"), 0.45)
     assert _measured_first([forecast, quarter, growth, count], part)[0] is count
 
 
