@@ -206,6 +206,15 @@ HEADING_WORDS = 10
 # A part only a little longer than a heading stays whole: cut, "how much capacity do
 # analysts expect Norvalia to add in 2027" would end on "expect Norvalia".
 WHOLE_HEADING_WORDS = 14
+# A question asked with do/does/did has its main verb after its subject ("How did the number
+# of public EV charging points in Norvalia change from 2021 to 2025"): a cut before a phrase
+# inside the subject ("of", "in") leaves it open ("How did the number of public EV charging
+# points"), and code cannot tell where the subject ends. Such a part is cut only where a
+# clause ends (a comma, "and"), or stays whole up to this many words.
+WHOLE_DO_QUESTION_WORDS = 20
+_QUESTION_WORDS = frozenset("how what which why when where who whom whose".split())
+_DO = frozenset("do does did".split())
+_CLAUSE_STARTS = frozenset("and or but while whereas".split())
 HEADING_CHARS_ZH = 24
 # Words that cannot end a phrase: a heading ending in one was cut in the middle of it
 # ("Why do sales figures for the same"). Words that start a phrase: a long heading may be
@@ -279,6 +288,12 @@ def short_heading(text: str, limit: int = HEADING_WORDS) -> str:
         return heading.strip(" ，、：；")
     words = heading.split()
     whole = WHOLE_HEADING_WORDS if limit == HEADING_WORDS else limit  # a caller's own limit is kept exactly
+    lower = [w.lower().strip(",;:") for w in words]
+    if limit == HEADING_WORDS and len(words) > whole and lower[0] in _QUESTION_WORDS and _DO & set(lower[1:]):
+        clauses = [i for i in range(limit // 2, len(words))
+                   if lower[i] in _CLAUSE_STARTS or words[i - 1].endswith((",", ";"))]
+        words = words[:clauses[0]] if clauses else words  # its first clause, else the whole of it
+        whole = WHOLE_DO_QUESTION_WORDS
     if len(words) > whole:
         cuts = [i for i in range(2, limit + 1) if i < len(words) and not _inside_name(words, i)
                 and (words[i].lower() in _PHRASE_STARTS or words[i - 1].endswith((",", ";", ":")))]

@@ -40,10 +40,24 @@ def test_a_long_heading_is_cut_only_where_a_phrase_ends():
      "and their depots",
      "Compare annual ridership figures reported publicly last year across Caldermoor Metro Amber Line"),
     # "of" inside a name is no phrase boundary
-    ("What share of revenue did the Bank of England earn last year from its bond holdings",
-     "What share of revenue did the Bank of England earn"),
+    ("What share of total annual revenue the Bank of England earned came from its bond holdings abroad",
+     "What share of total annual revenue the Bank of England"),
 ])
 def test_a_heading_is_never_cut_inside_a_name(part, heading):
+    assert short_heading(part) == heading
+
+
+@pytest.mark.parametrize(("part", "heading"), [
+    # its verb comes last: cut before "in Norvalia" it would read "How did the number of public EV charging points"
+    ("How did the number of public EV charging points in Norvalia change from 2021 to 2025",
+     "How did the number of public EV charging points in Norvalia change from 2021 to 2025"),
+    ("What share of revenue did the Bank of England earn last year from its bond holdings",
+     "What share of revenue did the Bank of England earn last year from its bond holdings"),
+    # a second clause goes; the first stays whole
+    ("How much offshore wind capacity did Norvalia add in 2025 and how does that compare with the record year",
+     "How much offshore wind capacity did Norvalia add in 2025"),
+])
+def test_a_question_asked_with_did_is_cut_only_where_a_clause_ends(part, heading):
     assert short_heading(part) == heading
 
 
