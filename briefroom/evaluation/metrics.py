@@ -64,15 +64,15 @@ class ReportScore:
         return self.own_supported / self.cited_sentences if self.cited_sentences else 0.0
 
 
-def _normal(text: str) -> str:
+def normal(text: str) -> str:
     return " ".join(text.lower().split())
 
 
 def states(body: str, spellings: list[str]) -> bool:
     """A key fact is stated when one of its spellings stands in the body (case and spacing ignored)."""
-    flat = _normal(body)
+    flat = normal(body)
     squeezed = flat.replace(" ", "")
-    return any(_normal(s) in flat or _normal(s).replace(" ", "") in squeezed for s in spellings if s.strip())
+    return any(normal(s) in flat or normal(s).replace(" ", "") in squeezed for s in spellings if s.strip())
 
 
 def score_report(markdown: str, *, question: str, language: str, answer_key: list[KeyFact], parts: list[str],
@@ -85,7 +85,7 @@ def score_report(markdown: str, *, question: str, language: str, answer_key: lis
     found = [k.name for k in answer_key if states(body, k.any)]
     missed = [k.name for k in answer_key if k.name not in found]
     recall = len(found) / len(answer_key) if answer_key else 1.0
-    said_unanswered = any(p in _normal(body) for p in SAYS_UNANSWERED)
+    said_unanswered = any(p in normal(body) for p in SAYS_UNANSWERED)
     lines = _check_lines(body, mapping, source_texts, retrieved, question)
     opening = short_answer(body)
     # A trap figure in the opening (short answer, executive summary) or the key figures is
@@ -132,7 +132,7 @@ def _check_lines(body: str, mapping: dict[str, str], source_texts: dict[str, str
                  question: str) -> _LineCounts:
     counts = _LineCounts()
     everything = " ".join(source_texts[s] for s in retrieved if s in source_texts) + " " + question
-    flat_sources = {sid: _normal(text) for sid, text in source_texts.items()}  # once, not once per line
+    flat_sources = {sid: normal(text) for sid, text in source_texts.items()}  # once, not once per line
     for line in body.splitlines():
         text = _CITE.sub("", line).strip().lstrip("-#* ").strip()
         if text:
@@ -159,19 +159,19 @@ def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dic
         grounded = max((grounding(text, source_texts[s]) for s in ids), default=0.0)
         supported = bool(ids) and not missing and grounded >= GROUNDING_THRESHOLD
         counts.supported += supported
-        if _own_words(text, [flat_sources[s] for s in ids]):
+        if own_words(text, [flat_sources[s] for s in ids]):
             counts.own += 1
             counts.own_supported += supported
 
 
-def _own_words(text: str, cited: list[str]) -> bool:
+def own_words(text: str, cited: list[str]) -> bool:
     """The line is the model's prose: not a quote, and not a source sentence copied
     whole (which a model may do without the quotation marks); its label (" — *Source
-    (kind)*") is code's and not counted. `cited`: its sources' texts, `_normal`ised."""
+    (kind)*") is code's and not counted. `cited`: its sources' texts, `normal`ised."""
     core = text.split(" — *", 1)[0].strip()
     if core.startswith(("“", '"', "「")):
         return False
-    flat = _normal(core).rstrip(".。")
+    flat = normal(core).rstrip(".。")
     return not any(flat and flat in source for source in cited)
 
 
