@@ -237,10 +237,11 @@ class Scorer:
             return True
         # a source titled by another subject of the asked kind ("Haverlow Airport: record
         # year in 2025", "澄江省2025年风电发展情况"): its sentences that name no one asked
-        # about are about that subject
+        # about are about that subject, whatever the part asks ("增长最快的是插电式混合动力
+        # 公交车。" in 澄川市's report is 澄川市's answer to "which grew fastest", not 青川市's)
         mentions_asked = bool(named & self.asked_names or self.written_as_names(text) & self.asked_names
                               or places & self.asked_places)
-        return bool(title) and self.titled_by_another(title) and not mentions_asked and not _ASKS_NAME.search(part)
+        return bool(title) and self.titled_by_another(title) and not mentions_asked
 
     def _never_naming(self, documents: dict[str, str]) -> set[str]:
         """The titles of the sources that never name what the question asks about: none of

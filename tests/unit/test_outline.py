@@ -527,6 +527,33 @@ def test_a_chinese_sentence_about_another_province_is_another_subject():
     assert leads([other, ours], parts[0], score, titles, set()) == [ours]
 
 
+def test_which_type_grew_fastest_is_not_answered_by_a_neighbour_citys_source():
+    from briefroom.report.outline import Scorer, leads
+
+    question = "For Qingchuan City in 2025: how many electric buses did it run, and which type grew fastest?"
+    theirs = fact("By type, plug-in hybrid buses grew fastest.", "C")  # no name, no figure
+    ours = fact("Hydrogen fuel-cell buses grew fastest, by 58.3%, to 380 vehicles.", "Q")
+    titles = {"C": "Chengchuan City: electric buses in 2025", "Q": "Qingchuan City transport statistics 2025"}
+    parts = question_parts(question)
+    score = Scorer(question, parts, [theirs.text, ours.text])
+    assert score.other_subject(theirs.text, parts[1], titles["C"])
+    assert leads([theirs, ours], parts[1], score, titles, set()) == [ours]
+
+
+def test_a_name_answering_which_from_a_source_titled_by_another_place_is_that_places_answer():
+    from briefroom.report.outline import Scorer, leads
+
+    question = "2025年末青川市新能源公交车保有量是多少？其中增长最快的是哪类车型？"
+    theirs = fact("分车型看，增长最快的是插电式混合动力公交车。", "C")  # no place, no figure
+    ours = fact("氢燃料电池公交车380辆，比上年末增长58.3%，是增长最快的车型。", "Q")
+    titles = {"C": "澄川市2025年新能源公交车发展情况", "Q": "青川市2025年交通运输行业发展统计公报"}
+    parts = question_parts(question)
+    score = Scorer(question, parts, [theirs.text, ours.text])
+    assert score.other_subject(theirs.text, parts[1], titles["C"])
+    assert not score.other_subject(ours.text, parts[1], titles["Q"])
+    assert leads([theirs, ours], parts[1], score, titles, set()) == [ours]
+
+
 def test_a_count_dated_another_year_does_not_lead_a_part_its_scope_dates():
     from briefroom.report.asking import dated_year
     from briefroom.report.outline import Scorer, leads
