@@ -231,6 +231,20 @@ def states_money(text: str) -> bool:
     return bool(_MONEY.search(text))
 
 
+# A part asking how many of something there were counts them; 多少 with a measure word for
+# things (辆, 台, 个…) does too. "How much" may ask for money, so it is not here.
+_ASKS_COUNT = re.compile(r"\bhow many\b|多少(?:辆|台|个|座|家|人|套|处|条|架|艘|户)", re.I)
+def asks_count(part: str) -> bool:
+    return bool(_ASKS_COUNT.search(part))
+
+
+def prices(text: str) -> bool:
+    """The sentence gives a price or a cost in money ("The average retail price of a 200-litre
+    heat pump water heater … was about 2,100 euros"): what something costs, not how many
+    of it there were, however well its words match a count."""
+    return states_money(text) and any(m.search(text) for m in _MEASURES[:2])
+
+
 # A sentence about the report itself ("The report includes a section on…", "In this
 # report, we…", "本报告…") says nothing of the world: it is no finding, whatever it cites.
 _ABOUT_THE_REPORT = re.compile(r"^\W*(?:the|this|our)\s+(?:report|brief|document|section|summary|analysis)\s+"

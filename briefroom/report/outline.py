@@ -28,6 +28,7 @@ from briefroom.report.asking import (
     about_other_years,
     answers_measure,
     asks_change,
+    asks_count,
     asks_why,
     close_figures,
     close_rival,
@@ -36,6 +37,7 @@ from briefroom.report.asking import (
     gives_only_differences,
     is_statement,
     measures_in,
+    prices,
     projected,
     qualified_otherwise,
     same_measure,
@@ -368,10 +370,15 @@ def _cos(a: list[float], b: list[float]) -> float:
 
 
 def may_answer(text: str, part: str, question: str, title: str = "") -> bool:
-    """A statement, with a figure where the part asks for one, about the question's time."""
+    """A statement, with a figure where the part asks for one, about the question's time;
+    a price does not answer a count, and a step of a source's count of reasons
+    ("Third, about 0.12 million units were delivered … but not commissioned until 2026")
+    answers only a part asking why."""
     asked = part if content_words(part) else question  # a bare "by how much" borrows the question's subject
     figure = wants_figure(part) or wants_figure(asked)
     if figure and wants_money(asked) and not (states_money(text) and same_measure(text, asked)):
+        return False
+    if (asks_count(asked) and prices(text)) or (_STEP.match(text) and not asks_why(part)):
         return False
     return is_statement(text) and (bool(figures(text)) or not figure) and not about_other_years(text, question,
                                                                                                   title)

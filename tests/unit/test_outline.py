@@ -527,6 +527,24 @@ def test_a_chinese_sentence_about_another_province_is_another_subject():
     assert leads([other, ours], parts[0], score, titles, set()) == [ours]
 
 
+def test_a_price_or_a_step_of_a_reasons_count_does_not_answer_how_many_were_installed():
+    from briefroom.report.outline import Scorer, leads, part_leads
+
+    question = "How many heat pumps were installed in Europe in 2025, and why do sales figures for the same year differ?"
+    step = fact("Third, about 0.12 million units were delivered to building sites in late 2025 but were not "
+                "commissioned until early 2026, so they count as sold in 2025 and installed in 2026.", "A")
+    price = fact("The average retail price of a 200-litre heat pump water heater in Europe was about 2,100 euros "
+                 "in 2025.", "W")
+    count = fact("Installers put 1.84 million heat pumps into service across Europe in 2025.", "R")
+    parts = question_parts(question)
+    score = Scorer(question, parts, [step.text, price.text, count.text])
+    titles = {"A": "Why heat pump sales and installations diverged in Europe in 2025", "W": "Heat pump water heaters",
+              "R": "European installer survey 2025"}
+    assert leads([step, price], parts[0], score, titles, set()) == []
+    assert leads([step, price, count], parts[0], score, titles, set()) == [count]
+    assert step in part_leads([step], parts[1], score, titles, set())  # the step still explains why
+
+
 def test_which_type_grew_fastest_is_not_answered_by_a_neighbour_citys_source():
     from briefroom.report.outline import Scorer, leads
 
