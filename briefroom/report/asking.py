@@ -234,6 +234,8 @@ def states_money(text: str) -> bool:
 # A part asking how many of something there were counts them; 多少 with a measure word for
 # things (辆, 台, 个…) does too. "How much" may ask for money, so it is not here.
 _ASKS_COUNT = re.compile(r"\bhow many\b|多少(?:辆|台|个|座|家|人|套|处|条|架|艘|户)", re.I)
+
+
 def asks_count(part: str) -> bool:
     return bool(_ASKS_COUNT.search(part))
 
