@@ -473,25 +473,25 @@ class _PartWriter:
 
     def _beside_the_lead(self, claim: Claim, lead: Fact | None) -> Claim:
         """A sentence of the model's (or the quote that replaced it) labelled as a rival when
-        it gives other figures that measure something else than the lead's: a plan's
+        it gives other figures than the lead's that measure something else (a plan's
         forecast the model wrote beside the measured count says it is a forecast, as the
-        rivals code places do."""
+        rivals code places do) or that another source gives (the dealers' 621,800 plug-in
+        cars beside the register's 418,300 battery-electric ones says whose it is)."""
         own = figures(claim.text)
-        if lead is not None and own and not own <= figures(lead.text) and measured_apart(claim.text, lead.text):
+        if lead is not None and own and not own <= figures(lead.text) and (
+                measured_apart(claim.text, lead.text) or lead.source_id not in claim.source_ids):
             return self.label.beside(claim, lead)
         return self.label.labelled(claim)
 
     def _with_rivals(self, claims: list[Claim], found: list[Fact]) -> list[Claim]:
-        """Rival figures the claims do not give yet, each with who gives it; beside them
-        the quoted lead says who gives it too, unless a claim already names its source."""
+        """Rival figures the claims do not give yet, each with who gives it; beside any
+        figure labelled with another source the quoted lead says who gives it too."""
         rivals = [f for f in found[1:1 + self.shape.rivals] if not _says_figures_of(claims, f)]
-        if not rivals:
+        claims = claims + [self.label.beside(quote(f), found[0]) for f in rivals]
+        if not found or not any(c.attribution and found[0].source_id not in c.source_ids for c in claims):
             return claims
-        if not any(c.attribution for c in claims):
-            lead = found[0]
-            claims = [self.label.labelled(quote(lead), rival=True) if c.text == f"“{lead.text}”" else c
-                      for c in claims]
-        return claims + [self.label.beside(quote(f), found[0]) for f in rivals]
+        lead = f"“{found[0].text}”"
+        return [self.label.labelled(c, rival=True) if c.text == lead and not c.attribution else c for c in claims]
 
 
 def _short_answer(model: Claim, lead: Fact | None, sections: list[DraftSection],

@@ -512,3 +512,23 @@ def test_a_part_answered_above_keeps_what_the_answer_is_measured_against():
 def test_a_part_answered_above_takes_no_rival_share_from_the_prose():
     second = heat_report(["Heat pumps met 12.5% of the city's heat demand in 2025."]).split("## ")[-2]
     assert "See above" in second and "12.5%" not in second
+
+
+CARS = {"REG": source("REG", "Tessaly Vehicle Registration Authority: passenger car fleet statistics, 2025",
+                      "At the end of 2025, 418,300 battery-electric passenger cars were registered in Tessaly."),
+        "DEAL": source("DEAL", "Tessaly Motor Dealers' Association: plug-in cars pass 600,000",
+                       "At the end of 2025, plug-in cars on Tessaly's roads reached 621,800.")}
+
+
+def test_another_sources_figure_in_the_prose_says_whose_it_is_and_so_does_the_lead():
+    question = "How many battery-electric cars were registered in Tessaly at the end of 2025?"
+    facts = [Fact(fact_id="C1", text=CARS["REG"].passages[0].text, source_id="REG", found_by="passage", round=1)]
+    dealers = Claim(text="The dealers counted 621,800 plug-in cars on Tessaly's roads at the end of 2025.",
+                    source_ids=["DEAL"])
+    draft = WriterDraft(title="Electric cars in Tessaly", short_answer=dealers,
+                        sections=[DraftSection(heading="Cars registered", claims=[dealers], part=1)])
+    claims = assemble(draft, question_parts(question), question, facts, CARS, profiles(CARS), ReportSpec(),
+                      "en").sections[0].claims
+    by_text = {c.text: c.attribution or "" for c in claims}
+    assert "Motor Dealers' Association" in by_text[dealers.text]
+    assert "Registration Authority" in by_text[f"“{facts[0].text}”"]
