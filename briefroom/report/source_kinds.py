@@ -75,7 +75,7 @@ RULES: tuple[tuple[str, SourceKind, Literal["title", "text"], re.Pattern[str]], 
     ("promotional wording", "marketing", "text",
      _any(r"\bsponsored\b", r"\badvertisement\b", r"\bbuy now\b", r"\brequest a (?:demo|quote)\b",
           r"\bour (?:award-winning|industry-leading|market-leading)\b", r"\blimited[- ]time offer\b",
-          r"广告|推广|立即购买|限时优惠")),
+          r"广告|推广(?:活动|内容|信息)|立即购买|限时优惠")),  # a plan's 推广纯电动公交车 promotes no product
     ("statistics office or registry", "official", "text",
      _any(r"\bstatistic(?:s|al) (?:office|bureau|agency)\b", r"\bofficial statistics\b", r"\bregist(?:ry|er|ers)\b",
           r"\bregistered\b", r"\bcensus\b", r"\bministry\b", r"\bdirectorate\b", r"\bcommissioning records\b",

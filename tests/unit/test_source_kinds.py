@@ -37,6 +37,10 @@ def record(title: str, text: str, sid: str = "S1") -> SourceRecord:
     ("充电设施发展报告", "中国充电联盟发布数据。", "industry_body"),
     ("澜州市轨道交通客流预测报告", "研究院预测客流继续增长。", "analyst"),
     ("澜州地铁单日客运量创历史新高", "据本报记者报道。", "news"),
+    # a plan that promotes a kind of bus (推广纯电动公交车) sells nothing
+    ("青川市公共交通发展规划（2021—2025年）", "本规划由青川市交通运输局于2021年3月印发。规划期内，将重点推广纯电动公交车。",
+     "official"),
+    ("新品上市", "推广活动：立即购买享受限时优惠。", "marketing"),
 ])
 def test_each_kind_from_its_own_words(title, opening, kind):
     assert classify(title, opening)[0] == kind

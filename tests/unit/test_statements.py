@@ -179,3 +179,13 @@ def test_a_markdown_table_is_no_statement_but_its_figures_stay_in_the_text():
                                 "Leakage fell to 18.4% in 2025."]
     assert any("606,600" in s for s in sentences(text))  # still text a claim may be checked against
     assert "21.1%" in quotable(text)
+
+
+def test_a_clause_a_semicolon_ends_is_a_statement_that_may_answer():
+    from briefroom.report.asking import is_statement
+    from briefroom.report.outline import may_answer
+
+    clause = "氢燃料电池公交车380辆，比上年末增长58.3%，是增长最快的车型；"
+    assert is_statement(clause) and is_statement("Full containers made up 81% of the total;")
+    assert may_answer(clause, "其中增长最快的是哪类车型", "2025年末青川市新能源公交车保有量是多少？其中增长最快的是哪类车型？")
+    assert not is_statement("Heat pump installations by country")  # a heading stays none
