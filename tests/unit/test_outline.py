@@ -2,6 +2,8 @@
 pipeline after the model (code verification, then the shape), with a model draft
 written by hand."""
 
+import pytest
+
 from briefroom.records import Claim, DraftSection, Fact, Passage, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.language import LABELS, question_parts
 from briefroom.report.outline import proper_names
@@ -545,31 +547,23 @@ def test_a_price_or_a_step_of_a_reasons_count_does_not_answer_how_many_were_inst
     assert step in part_leads([step], parts[1], score, titles, set())  # the step still explains why
 
 
-def test_which_type_grew_fastest_is_not_answered_by_a_neighbour_citys_source():
+@pytest.mark.parametrize(("question", "theirs", "ours", "titles"), [
+    # English, where a part asking which may be answered by a name the question never used
+    ("For Qingchuan City in 2025: how many electric buses did it run, and which type grew fastest?",
+     "By type, plug-in hybrid buses grew fastest.", "Hydrogen fuel-cell buses grew fastest, by 58.3%, to 380 vehicles.",
+     ("Chengchuan City: electric buses in 2025", "Qingchuan City transport statistics 2025")),
+    ("2025年末青川市新能源公交车保有量是多少？其中增长最快的是哪类车型？",
+     "分车型看，增长最快的是插电式混合动力公交车。", "氢燃料电池公交车380辆，比上年末增长58.3%，是增长最快的车型。",
+     ("澄川市2025年新能源公交车发展情况", "青川市2025年交通运输行业发展统计公报")),
+])
+def test_which_type_grew_fastest_is_not_answered_by_a_neighbour_citys_source(question, theirs, ours, titles):
     from briefroom.report.outline import Scorer, leads
 
-    question = "For Qingchuan City in 2025: how many electric buses did it run, and which type grew fastest?"
-    theirs = fact("By type, plug-in hybrid buses grew fastest.", "C")  # no name, no figure
-    ours = fact("Hydrogen fuel-cell buses grew fastest, by 58.3%, to 380 vehicles.", "Q")
-    titles = {"C": "Chengchuan City: electric buses in 2025", "Q": "Qingchuan City transport statistics 2025"}
+    theirs_, ours_ = fact(theirs, "C"), fact(ours, "Q")  # theirs: no name, no figure
     parts = question_parts(question)
-    score = Scorer(question, parts, [theirs.text, ours.text])
-    assert score.other_subject(theirs.text, parts[1], titles["C"])
-    assert leads([theirs, ours], parts[1], score, titles, set()) == [ours]
-
-
-def test_a_name_answering_which_from_a_source_titled_by_another_place_is_that_places_answer():
-    from briefroom.report.outline import Scorer, leads
-
-    question = "2025年末青川市新能源公交车保有量是多少？其中增长最快的是哪类车型？"
-    theirs = fact("分车型看，增长最快的是插电式混合动力公交车。", "C")  # no place, no figure
-    ours = fact("氢燃料电池公交车380辆，比上年末增长58.3%，是增长最快的车型。", "Q")
-    titles = {"C": "澄川市2025年新能源公交车发展情况", "Q": "青川市2025年交通运输行业发展统计公报"}
-    parts = question_parts(question)
-    score = Scorer(question, parts, [theirs.text, ours.text])
-    assert score.other_subject(theirs.text, parts[1], titles["C"])
-    assert not score.other_subject(ours.text, parts[1], titles["Q"])
-    assert leads([theirs, ours], parts[1], score, titles, set()) == [ours]
+    score = Scorer(question, parts, [theirs, ours])
+    assert score.other_subject(theirs, parts[1], titles[0]) and not score.other_subject(ours, parts[1], titles[1])
+    assert leads([theirs_, ours_], parts[1], score, {"C": titles[0], "Q": titles[1]}, set()) == [ours_]
 
 
 def test_a_count_dated_another_year_does_not_lead_a_part_its_scope_dates():
