@@ -83,13 +83,13 @@ _MONEY = re.compile(r"[$€£¥₹]|\b(?:USD|EUR|GBP|CNY|RMB|JPY|dollars?|euros?
 # Money measures that are not interchangeable: a household tariff is not what water
 # costs to produce, sales are not spending. A sentence answers a money question only
 # with the measure the question names (or a word for the same measure).
-_MEASURES = [re.compile(p, re.I) for p in (
-    r"\bcost(?:s|ing)?\b|\bexpenses?\b|成本",
-    r"\bpric(?:e|es|ed|ing)\b|\btariffs?\b|\bfees?\b|\bcharged?\b|价格|电价|票价|收费",
+_COST = re.compile(r"\bcost(?:s|ing)?\b|\bexpenses?\b|成本", re.I)
+_PRICE = re.compile(r"\bpric(?:e|es|ed|ing)\b|\btariffs?\b|\bfees?\b|\bcharged?\b|价格|电价|票价|收费", re.I)
+_MEASURES = [_COST, _PRICE, *(re.compile(p, re.I) for p in (
     r"\brevenues?\b|\bsales\b|\bturnover\b|\bincome\b|收入|营收",
     r"\bspen(?:d|ding|t)\b|\bexpenditures?\b|支出|花费",
     r"\binvest(?:ed|ment|ments)?\b|投资",
-)]
+))]
 
 
 # Measures of a quantity that are not interchangeable: units sold are not units installed,
@@ -244,7 +244,7 @@ def prices(text: str) -> bool:
     """The sentence gives a price or a cost in money ("The average retail price of a 200-litre
     heat pump water heater … was about 2,100 euros"): what something costs, not how many
     of it there were, however well its words match a count."""
-    return states_money(text) and any(m.search(text) for m in _MEASURES[:2])
+    return states_money(text) and bool(_COST.search(text) or _PRICE.search(text))
 
 
 # A sentence about the report itself ("The report includes a section on…", "In this

@@ -44,6 +44,11 @@ def word_key(word: str) -> str:
     return word.lower()[:PREFIX]
 
 
+def _stems(words: list[str]) -> frozenset[str]:
+    """The keys (`word_key`) of the content words of `words`."""
+    return frozenset(word_key(w) for w in content_words(" ".join(words)))
+
+
 def _verb_form(word: str, auxiliary: str) -> bool:
     """The word may be the verb its auxiliary calls for: bare after "did" (not a plural
     noun's "-s", though "pass" ends so), a participle after "have" ("installed", "grown")."""
@@ -71,9 +76,9 @@ def asked_doings(question: str) -> list[Doing]:
         if not doer or not verb or any(w[0].isupper() or w.lower() in _PRONOUNS for w in run) \
                 or not _verb_form(verb[0].lower(), token.lower()):
             continue
-        words = content_words(" ".join(doer))
-        if words:
-            found.append(Doing(frozenset(word_key(w) for w in words), word_key(verb[0])))
+        keys = _stems(doer)
+        if keys:
+            found.append(Doing(keys, word_key(verb[0])))
     return found
 
 
@@ -97,10 +102,6 @@ def doer_in(sentence: str, verb: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(), frozenset()
 
 
-def _stems(words: list[str]) -> frozenset[str]:
-    return frozenset(word_key(w) for w in content_words(" ".join(words)))
-
-
 def done_by_another(sentence: str, question: str, doings: list[Doing]) -> bool:
     """The sentence does one of the question's verbs, whoever does it there shares no word
     with the question, and the question's doer is not named before the verb either: "Wind
@@ -109,7 +110,7 @@ def done_by_another(sentence: str, question: str, doings: list[Doing]) -> bool:
     "Electricity generation reached" (electricity is the question's word)."""
     if not doings:
         return False
-    asked = {word_key(w) for w in content_words(question)}
+    asked = _stems([question])
     for doing in doings:
         doer, before = doer_in(sentence, doing.verb)
         if doer and not doer & asked and not doing.doer & before:

@@ -411,7 +411,11 @@ class _PartWriter:
         def rival(claim: Claim) -> bool:
             return (wants_share(part) and states_share(claim.text)) or answers_comparison(claim.text, part)
 
-        kept = [c for c in prose if not rival(c) and not (figures(c.text) and figures(c.text) <= figures(own.text))]
+        def restates(claim: Claim) -> bool:  # only figures the answer above gives
+            given = figures(claim.text)
+            return bool(given) and given <= figures(own.text)
+
+        kept = [c for c in prose if not rival(c) and not restates(c)]
         said = [Says.of(c.text) for c in self.said_claims]
         return new_sentences([self._beside_the_lead(without_repeats(c), own)
                               for c in kept[:self.shape.sentences_per_section]], said)

@@ -73,9 +73,10 @@ def test_a_rival_stands_beside_the_lead_whether_or_not_the_team_reported_it():
     part = "How big is the 2026 public cloud market"
     # the scores the cloud-market replay with Qwen2.5-Coder-1.5B gives: the lead confirmed by
     # the team (+0.05), the research firm's forecast only read in a passage
-    lead = _Scored(0.70, 0.782, 0, fact(CLOUD_FORECAST, "A"), 0.732)
+    confirmed = fact(CLOUD_FORECAST, "A").model_copy(update={"confirmed_by": ("searcher", "critic")})
+    lead = _Scored(0.70, 0.782, 0, confirmed)
     rival = _Scored(0.53, 0.661, 1, fact("A research firm raised its forecast for 2026 public cloud spending to 680 "
-                                         "billion USD, citing demand for generative AI services.", "B"), 0.661)
+                                         "billion USD, citing demand for generative AI services.", "B"))
     assert [f.source_id for f in _rivals([lead, rival], lead, part)] == ["B"]
 
 
@@ -482,14 +483,14 @@ def test_a_measured_figure_of_something_else_does_not_push_out_the_forecast():
 
     part = "How big is the 2026 public cloud market"
     # the scores the cloud-market replay gives these sentences (lexical and semantic)
-    forecast = _Scored(0.70, 0.782, 0, fact(CLOUD_FORECAST, "A"), 0.732)
+    forecast = _Scored(0.70, 0.782, 0, fact(CLOUD_FORECAST, "A"))
     quarter = _Scored(0.54, 0.598, 1, fact("Enterprise spending on cloud infrastructure services reached 94 billion "
-                                           "USD in the second quarter of 2026, 22% more than a year earlier.", "T"), 0.598)
+                                           "USD in the second quarter of 2026, 22% more than a year earlier.", "T"))
     growth = _Scored(0.46, 0.515, 2, fact("Specialist GPU clouds such as CoreWeave reported revenue growth above "
-                                          "100% in 2026.", "G"), 0.515)
+                                          "100% in 2026.", "G"))
     assert _measured_first([forecast, quarter, growth], part)[0] is forecast
     # a count of the forecast's quantity (its unit, within a factor of two) does lead
-    count = _Scored(0.40, 0.45, 3, fact("Spending on public cloud services reached 690 billion USD in 2026.", "R"), 0.45)
+    count = _Scored(0.40, 0.45, 3, fact("Spending on public cloud services reached 690 billion USD in 2026.", "R"))
     assert _measured_first([forecast, quarter, growth, count], part)[0] is count
 
 
