@@ -33,6 +33,7 @@ from briefroom.models.content_tool_calls import with_content_tool_calls
 from briefroom.models.deterministic import TEST_PROVIDER_LABEL, DeterministicChatModel
 from briefroom.models.embedded import EMBEDDED_CONTEXT, EMBEDDED_MODEL_NAME
 from briefroom.models.endpoints import EndpointProfile, detect, profile_for, server_root
+from briefroom.models.reasoning import reply_without_reasoning
 from briefroom.protocol.calls import check_pairing
 from briefroom.protocol.redaction import assert_no_secrets
 
@@ -84,6 +85,7 @@ class ModelHandle:
         latency = time.perf_counter() - started
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=str(getattr(reply, "content", reply)))
+        reply = reply_without_reasoning(reply)
         if tools:
             reply = with_content_tool_calls(reply, tools)
         if self.recorder is not None:
