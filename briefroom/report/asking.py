@@ -141,6 +141,22 @@ def gives_only_differences(text: str) -> bool:
     return bool(mentions) and all(_ZH_CHANGE_BEFORE.search(text[max(0, m.start - 4):m.start]) for m in mentions)
 
 
+# Figures a source rounds (2.61 and 1.84 million, a gap of 0.77 million): their difference
+# and the difference it states agree within this share of the larger level.
+DIFFERENCE_ROUNDING = 0.005
+
+
+def levels_of(text: str, difference: str) -> bool:
+    """The sentence gives two figures in one unit whose difference `difference` states in
+    that unit: the levels a gap is made of ("Manufacturers sold 2.61 million units …,
+    while installers put 1.84 million units into service" behind "The gap between heat
+    pumps sold and installed was 0.77 million units")."""
+    gaps = _sized(difference)
+    levels = _sized(text)
+    return any(unit == u and abs(abs(a - b) - gap) <= DIFFERENCE_ROUNDING * max(a, b)
+               for unit, gap in gaps for i, (u, a) in enumerate(levels) for v, b in levels[i + 1:] if v == u)
+
+
 _PART_OFYEAR = re.compile(r"\b(?:quarter|Q[1-4]|half[- ]year|first half|second half|month|week)\b|"
                            r"季度|上半年|下半年|个月", re.I)
 

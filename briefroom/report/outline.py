@@ -429,9 +429,12 @@ def explanation(facts: list[Fact], part: str, score: Scorer, titles: dict[str, s
         return []
     best: list[tuple[int, Fact]] = []
     counted = False  # the source's count of reasons ("First, …", "Second, …") is one choice
+    subject = stemmed_words(score.question)
     for n, f in sorted(own[ranked[0][1]], key=lambda t: (-score(t[1].text, part), t[0])):
         if len(best) == MAX_LEADS:
             break
+        if not (_STEP.match(f.text) or figures(f.text) or stemmed_words(f.text) & subject):
+            continue  # no figure and no word of the question's: a note on the document, no reason
         if not (_STEP.match(f.text) and counted):
             best.append((n, f))
             counted = counted or bool(_STEP.match(f.text))

@@ -26,6 +26,7 @@ from briefroom.report.asking import (
     YEAR,
     about_the_report,
     answers_comparison,
+    answers_measure,
     asks_change,
     asks_why,
     base_level,
@@ -35,6 +36,7 @@ from briefroom.report.asking import (
     holds_table,
     is_title,
     labels_the_report,
+    levels_of,
     measured_apart,
     measures_in,
     only_labels,
@@ -181,9 +183,11 @@ def heading_of(model_headings: list[str], part: str, question: str, fallback: st
 
 def answers(claim: Claim, part: str, score: Scorer) -> bool:
     """A sentence of the model's answers the part by itself: it may (a statement, with a
-    figure where one is asked, of the question's time) and scores as a lead must
-    (`outline.ANSWERS_PART`)."""
+    figure where one is asked, of the question's time), gives a level where the part asks
+    one (a gap of 0.77 million between sold and installed does not say how many were
+    installed) and scores as a lead must (`outline.ANSWERS_PART`)."""
     return (may_answer(claim.text, part, score.question) and not score.names_only(claim.text, part)
+            and (asks_change(part) or not gives_only_differences(claim.text))
             and score(claim.text, part) >= ANSWERS_PART)
 
 
@@ -333,7 +337,8 @@ class _PartWriter:
         above = self._answered_above(own, part)
         # another part's own lead stays for it, unless nothing else answers this part
         found = part_leads(self.facts, part, self.score, self.titles, self.used | others, self.authority) \
-            or part_leads(self.facts, part, self.score, self.titles, self.used, self.authority)
+            or part_leads(self.facts, part, self.score, self.titles, self.used, self.authority) \
+            or self._levels_behind(prose, part)
         # a comparison answered only by a sentence an earlier part quotes ("与2024年相比各增加了
         # 多少" by "…1268万千瓦，比2024年底增加187万千瓦"): that sentence, which the report
         # then points back to, not "the documents do not say" while the answer stands above
@@ -367,6 +372,21 @@ class _PartWriter:
         claims += self._base_year(part, claims)
         self._say(claims)
         return found, claims
+
+    def _levels_behind(self, prose: list[Claim], part: str) -> list[Fact]:
+        """For a part asking a level that the model's sentences give only as a difference
+        ("The gap between heat pumps sold and installed … was 0.77 million units" for "how
+        many were installed"): the verified sentence of a source it cites that gives the
+        levels that difference is made of, one of them the measure asked ("Manufacturers
+        sold 2.61 million units …, while installers put 1.84 million units into service"),
+        which shares too few of the part's words to be found as a lead by them."""
+        if asks_change(part):
+            return []
+        gaps = [c for c in prose if gives_only_differences(c.text)]
+        return [f for c in gaps for f in self.facts
+                if f.source_id in c.source_ids and f.text not in self.used and levels_of(f.text, c.text)
+                and answers_measure(f.text, part) and may_answer(f.text, part, self.score.question)
+                and not self.score.other_subject(f.text)][:1]
 
     def _restated(self, prose: list[Claim], fact: Fact) -> bool:
         """A sentence of the model's says what the fact says: it gives the fact's figures,

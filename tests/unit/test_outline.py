@@ -430,6 +430,49 @@ def test_a_why_part_keeps_every_step_of_the_reasons_its_source_counts():
     assert facts[3] not in found
 
 
+def test_a_level_the_model_gives_only_as_a_gap_is_answered_by_the_levels_it_is_made_of():
+    question = "How many heat pumps were installed in Norvalia in 2025, and why do sales figures differ?"
+    titles = {"X": "Why heat pump sales and installations diverged in Norvalia in 2025"}
+    facts = [fact("Manufacturers sold 2.61 million units into the market, while installers put 1.84 million "
+                  "units into service.", "X"),  # the levels, in too few of the part's words to lead by them
+             fact("The gap between heat pumps sold and heat pumps installed in Norvalia in 2025 was 0.77 million "
+                  "units.", "X"),
+             fact("First, about 0.46 million heat pumps were added to distributor inventory during 2025.", "X")]
+    gap = Claim(text=facts[1].text, source_ids=["X"])
+    draft = WriterDraft(title="Heat pumps", short_answer=gap,
+                        sections=[DraftSection(heading="Installed", claims=[gap], part=1)])
+    report = outline(draft, facts, question, titles)
+    first = [c.text for c in report.sections[0].claims]
+    assert "1.84 million" in first[0] and "1.84 million" in report.short_answer.text
+    assert first[1:] == [facts[1].text]  # the gap stays, beside the level it is the difference of
+
+
+def test_the_levels_of_a_gap_are_two_figures_in_its_unit_that_differ_by_it():
+    from briefroom.report.asking import levels_of
+
+    gap = "The gap between heat pumps sold and installed was 0.77 million units."
+    assert levels_of("Manufacturers sold 2.61 million units, while installers put 1.84 million units into service.",
+                     gap)
+    assert levels_of("Sales were 2,610,000 units and installations 1,840,000 units.", gap)  # written out
+    assert not levels_of("Manufacturers sold 2.61 million units, while installers put 1.54 million units into "
+                         "service.", gap)  # they differ by another amount
+    assert not levels_of("Sales were 2.61 million euros and installations 1.84 million units.", gap)  # two units
+    assert not levels_of("Installers put 1.84 million units into service.", gap)  # one level alone
+
+
+def test_a_note_on_the_document_is_no_reason_when_the_reasons_run_out():
+    from briefroom.report.outline import Scorer, explanation
+
+    question = "How many heat pumps were installed in Norvalia in 2025, and why do sales figures differ?"
+    titles = {"X": "Why heat pump sales and installations diverged in 2025"}
+    facts = [fact("The gap between heat pumps sold and installed in Norvalia in 2025 was 0.77 million units.", "X"),
+             fact("First, about 0.46 million heat pumps were added to distributor inventory during 2025.", "X"),
+             fact("*Synthetic document written for an evaluation suite.", "X")]
+    parts = question_parts(question)
+    found = explanation(facts, parts[1], Scorer(question, parts, [f.text for f in facts]), titles, set())
+    assert [f.text for f in found] == [facts[0].text, facts[1].text]
+
+
 def test_a_rival_says_what_it_measures_when_the_lead_measures_another_thing():
     from briefroom.report.asking import measured_apart
 
