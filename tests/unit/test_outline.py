@@ -67,6 +67,16 @@ def test_rival_figures_stand_side_by_side_with_who_says_them():
     assert [c.attribution for c in claims] == ["Analyst brief", "Newswire"]
 
 
+def test_the_lead_in_the_models_words_says_who_gives_it_beside_a_rival():
+    question = "How big is the 2026 public cloud market?"
+    facts = [fact("Worldwide spending on public cloud services is forecast to reach 723 billion USD in 2026.", "A"),
+             fact("A research firm raised its forecast for 2026 public cloud spending to 680 billion USD.", "B")]
+    own = "Public cloud spending is forecast to reach 723 billion USD worldwide in 2026."
+    report = outline(model_draft(own, "A"), facts, question, {"A": "Analyst brief", "B": "Newswire"})
+    claims = report.sections[0].claims
+    assert [(c.text, c.attribution) for c in claims] == [(own, "Analyst brief"), (f"“{facts[1].text}”", "Newswire")]
+
+
 def test_a_rival_stands_beside_the_lead_whether_or_not_the_team_reported_it():
     from briefroom.report.outline import _rivals, _Scored
 
