@@ -77,7 +77,8 @@ QUESTION = "How many heat pumps were installed in Europe in 2025, and what do th
 SOURCES = {
     "REG": source("REG", "European installer survey: heat pump installations in 2025",
                   "The council compiles its count from commissioning records filed by registered installers.",
-                  "Installers put 1.84 million heat pumps into service across Europe in 2025."),
+                  "Installers put 1.84 million heat pumps into service across Europe in 2025.",
+                  "Units sold but not yet commissioned are not counted."),
     "BLOG": source("BLOG", "Opinion: Europe's heat pump boom is bigger than anyone admits",
                    "By my own back-of-the-envelope estimate, Europe installed 2.9 million heat pumps in 2025."),
 }
@@ -122,18 +123,21 @@ def test_the_shape_has_its_sections_summary_and_what_is_not_said():
 
 
 def test_prose_is_one_sentence_a_line_and_a_paragraph_to_the_reader():
-    two = [Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
-                 source_ids=["REG"]),
-           Claim(text="The council compiles its count from commissioning records.", source_ids=["REG"])]
-    draft = WriterDraft(title="Heat pumps", short_answer=two[0], sections=[DraftSection(heading="Installed",
-                                                                                        claims=two)])
+    three = [Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
+                   source_ids=["REG"]),
+             Claim(text="The council compiles its count from commissioning records.", source_ids=["REG"]),
+             Claim(text="Units sold but not yet commissioned are not counted.", source_ids=["REG"])]
+    draft = WriterDraft(title="Heat pumps", short_answer=three[0], sections=[DraftSection(heading="Installed",
+                                                                                          claims=three)])
     markdown, cited = render_markdown(build(draft, question="How many heat pumps were installed in Europe?"),
                                       SOURCES)
-    section = markdown.split("## Installed\n\n", 1)[1].split("\n\n", 1)[0]
-    assert section.splitlines() == [f"{two[0].text} [1]", f"{two[1].text} [1]"]
-    blocks = parse_report(markdown, SOURCES, cited).sections[1].blocks
-    assert [b.kind for b in blocks] == ["paragraph", "bullet"] and len(blocks[0].sentences) == 2
-    assert "2.9 million" in blocks[1].sentences[0].text  # the estimate stands beside it, as a labelled bullet
+    blocks = markdown.split("## Installed\n\n", 1)[1].split("\n\n")
+    assert blocks[1].splitlines() == [f"{three[1].text} [1]", f"{three[2].text} [1]"]
+    parsed = parse_report(markdown, SOURCES, cited).sections[1].blocks
+    assert [b.kind for b in parsed] == ["bullet", "paragraph", "bullet"] and len(parsed[1].sentences) == 2
+    # the answer and the estimate beside it are labelled bullets, each saying who gives its figure
+    assert "1.84 million" in parsed[0].sentences[0].text and "European installer survey" in blocks[0]
+    assert "2.9 million" in parsed[2].sentences[0].text
 
 
 @pytest.mark.parametrize(("kind", "most"), [("brief", 2), ("standard", 4), ("detailed", 8)])
