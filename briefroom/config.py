@@ -73,6 +73,9 @@ class Settings(BaseModel):
                                                                           "(default: the kind's)")
     audience: str | None = Field(default=None, max_length=300, description="who the report is for: its tone, "
                                                                           "told to the Writer")
+    quotes: Literal["keep", "restate"] = Field(default="keep", description="the source sentences the report "
+                                              "quotes: keep them verbatim, or restate them in the model's words "
+                                              "where code finds a rewrite says the same (one more Writer call)")
     compact_at: tuple[float, float, float] = Field(
         default=(0.6, 0.75, 0.85), description="shares of --max-tokens at which the run warns, compresses its "
                                                "prompts, and leaves only the Writer")
@@ -145,6 +148,7 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
     "language": ("BRIEFROOM_LANGUAGE",),
     "database_url": ("BRIEFROOM_DATABASE_URL",),
     "compact_at": ("BRIEFROOM_COMPACT_AT",),
+    "quotes": ("BRIEFROOM_QUOTES",),
     "web": ("BRIEFROOM_WEB",),
     "search_provider": ("BRIEFROOM_SEARCH_PROVIDER",),
     "searxng_url": ("BRIEFROOM_SEARXNG_URL",),

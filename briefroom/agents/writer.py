@@ -33,6 +33,7 @@ from briefroom.report.briefing import PartEvidence, evidence_by_part, evidence_l
 from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, charter_language, part_query, question_parts
 from briefroom.report.outline import Scorer, answer_scorer, dedupe, documents_by_title, leads
+from briefroom.report.restate import Restatements, quotes_of, restated
 from briefroom.report.shape import assemble
 from briefroom.report.source_kinds import SourceProfile, profiles
 from briefroom.report.spec import ReportSpec
@@ -319,6 +320,42 @@ def compose(turn: Turn, draft: WriterDraft, sources: dict[str, SourceRecord]) ->
                     report_spec(turn), charter_language(turn.charter), _embed(turn), texts=turn.source_texts())
 
 
+def restate_quotes(turn: Turn, report: ReportDraft) -> ReportDraft:
+    """`--quotes restate`: the report's quotes said again in the model's words, in one
+    bounded call (`writer_restate.md`); a rewrite takes its quote's place only where code
+    finds it says the same and it passes the checks and the support judgement of any
+    sentence of the model's (`report.restate`). Every quote kept is logged with why."""
+    quotes = quotes_of(report)
+    if not quotes:
+        return report
+    ids = [f"q{n}" for n in range(1, len(quotes) + 1)]
+    language = LABELS[charter_language(turn.charter)]["language_name"]
+    task = render(load_template("writer_restate.md"), language=language,
+                  sentences=mark_data("quotes", "\n".join(f"{i}: {q}" for i, q in zip(ids, quotes))))
+    try:
+        answer = turn.ask(task, Restatements, enums={"sentence_id": ids}, max_items={"rewrites": len(ids)},
+                          give_up_when_cut=True)
+    except ContractError as exc:
+        turn.ctx.log.write(Fallback(agent=turn.worker, round=turn.round,
+                                    reason=f"the quotes' rewrites were invalid JSON or cut: {str(exc)[:200]}"))
+        return report
+    rewrites: dict[str, str] = {}
+    for rewrite in answer.rewrites:  # the first rewrite of a quote counts
+        if rewrite.sentence_id in ids:
+            rewrites.setdefault(quotes[ids.index(rewrite.sentence_id)], rewrite.text)
+    texts = turn.source_texts()
+    judge = support_judge(turn, texts)
+    report, refused = restated(report, rewrites, lambda claims: failures(claims, texts, judge))
+    turn.note(f"restated {len(quotes) - len(refused) - len(set(quotes) - set(rewrites))} of {len(quotes)} "
+              "quote(s) in the model's words")
+    for quote in quotes:
+        why = refused.get(quote) or ("no rewrite" if quote not in rewrites else None)
+        if why is not None:
+            turn.ctx.log.write(ReportRepair(agent=turn.role.name, round=turn.round,
+                                            repair=f"kept the quote “{quote[:160]}”: its rewrite: {why[:160]}"))
+    return report
+
+
 def step(turn: Turn) -> None:
     for reply in turn.unread_of(MsgType.ANSWER):  # its evidence came as conclusions, checked by the Critic
         turn.note(f"asked: {reply.payload_as(Answer).question} -> {reply.body.content[:160]}")
@@ -362,6 +399,8 @@ def step(turn: Turn) -> None:
         if fill_from_memory(turn, _unanswered(report, parts), asked):
             sources = turn.all_sources()
             report = compose(turn, draft, sources)
+        if report_spec(turn).quotes == "restate":
+            report = restate_quotes(turn, report)
         ask_searcher(turn, _unanswered(report, parts))
     _, cited = render_markdown(report, sources, language=language)
     if cited:

@@ -134,6 +134,16 @@ ReportKindOption = Annotated[Optional[str], typer.Option("--report", metavar="br
 Words = Annotated[Optional[int], typer.Option(min=50, max=20_000, help="the report's target length in words")]
 Audience = Annotated[Optional[str], typer.Option(help="who the report is for, e.g. 'policy makers': its tone")]
 Language = Annotated[Optional[str], typer.Option(help="the report's language, en or zh (default: the question's)")]
+Quotes = Annotated[Optional[str], typer.Option("--quotes", metavar="keep|restate",
+                                               help="the source sentences the report quotes: verbatim (keep, the "
+                                                    "default) or said again in the model's words where code finds "
+                                                    "a rewrite says the same (restate; env BRIEFROOM_QUOTES)")]
+
+
+def quote_mode(mode: str | None) -> str | None:
+    if mode is not None and mode not in ("keep", "restate"):
+        raise _fail(f"--quotes must be keep or restate, got {mode[:40]!r}", 2)
+    return mode
 
 
 def report_kind(kind: str | None) -> str | None:

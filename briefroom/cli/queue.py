@@ -16,11 +16,13 @@ from briefroom.cli.common import (
     DataDir,
     Json,
     Language,
+    Quotes,
     ReportKindOption,
     Words,
     _fail,
     _settings,
     err,
+    quote_mode,
     report_kind,
     stdout,
 )
@@ -51,6 +53,7 @@ def submit(
     report: ReportKindOption = None,
     words: Words = None,
     audience: Audience = None,
+    quotes: Quotes = None,
     review_plan: Annotated[bool, typer.Option("--review-plan", help="the job waits at its plan (status waiting, "
                                               "the plan in `jobs show`) for `briefroom jobs answer`")] = False,
     clarify: Clarify = False,
@@ -65,7 +68,7 @@ def submit(
         raise _fail("no corpus: pass --corpus DIR", 2)
     choices = {"model": model, "rounds": rounds, "max_tokens": max_tokens, "parallel": parallel,
                "data_dir": data_dir, "language": language, "report_kind": report_kind(report), "words": words,
-               "audience": audience}  # what this command chose; the rest is each worker's
+               "audience": audience, "quotes": quote_mode(quotes)}  # what this command chose; the rest is each worker's
     review = {"plan": review_plan, "clarify": clarify}
     job_id = _on_database(lambda: jobs.submit(url, question, corpus, runs_root, choices, review), url)
     if as_json:

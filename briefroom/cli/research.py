@@ -17,6 +17,7 @@ from briefroom.cli.common import (
     Json,
     Language,
     Quiet,
+    Quotes,
     ReportKindOption,
     Session,
     User,
@@ -27,6 +28,7 @@ from briefroom.cli.common import (
     _run_errors,
     _settings,
     err,
+    quote_mode,
     report_kind,
     stdout,
 )
@@ -79,6 +81,7 @@ def research(
     report: ReportKindOption = None,
     words: Words = None,
     audience: Audience = None,
+    quotes: Quotes = None,
     database_url: DatabaseUrl = None,
     parallel: Annotated[Optional[int], typer.Option(min=1, max=8, help="sub-questions searched at the same time, "
                                                     "one searcher instance each (env BRIEFROOM_PARALLEL; default "
@@ -132,6 +135,7 @@ def research(
                              fact_threshold=fact_threshold, parallel=parallel, compact_at=compact_at,
                              language=language, database_url=database_url, threads=threads,
                              report_kind=report_kind(report), words=words, audience=audience,
+                             **({"quotes": quote_mode(quotes)} if quotes else {}),
                              idle_timeout=idle_timeout, web=web, search_provider=search_provider, searxng_url=searxng_url,
                              allow_domains=allow_domain or None, deny_domains=deny_domain or None,
                              mcp_config=mcp_config)

@@ -1,5 +1,6 @@
 """What kind of report the user asked for: `--report brief|standard|detailed`,
-`--words N` (a target length) and `--audience TEXT` (its tone).
+`--words N` (a target length), `--audience TEXT` (its tone) and `--quotes keep|restate`
+(the quotes code stands on, verbatim or said again in the model's words).
 
 The kind sets how much the report says; the words, when given, are the target the
 Writer's model is told and that code trims to; the audience goes only into the Writer's
@@ -13,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 ReportKind = Literal["brief", "standard", "detailed"]
+QuoteMode = Literal["keep", "restate"]
 REPORT_KINDS: tuple[str, ...] = ("brief", "standard", "detailed")
 
 
@@ -40,6 +42,9 @@ class ReportSpec(BaseModel):
     kind: ReportKind = "standard"
     words: int | None = Field(default=None, ge=50, le=20_000)
     audience: str | None = Field(default=None, max_length=300)
+    # "restate": the Writer's model says each quote of the report again in its own words,
+    # taken where code finds it says the same (`report.restate`; one call more a draft)
+    quotes: QuoteMode = "keep"
 
     @property
     def shape(self) -> ReportShape:

@@ -136,5 +136,6 @@ def _run_context(launch: RunLaunch, bus: Bus, pool: ModelPool, log: RunLog, tool
                       floors=settings.context_floors, memory_items=memory_items,
                       memory_threshold=settings.recall_threshold, fact_threshold=settings.fact_threshold,
                       parallel=settings.parallel, compaction=Compaction(*settings.compact_at),
-                      report=ReportSpec(kind=settings.report_kind, words=settings.words, audience=settings.audience),
+                      report=ReportSpec(kind=settings.report_kind, words=settings.words, audience=settings.audience,
+                                        quotes=settings.quotes),
                       meter=RunMeter(launch.run_dir / TRANSCRIPT_FILE))

@@ -81,3 +81,15 @@ def test_the_report_flags_reach_the_writers_prompt(run, tmp_path, data_dir):
     result = CliRunner().invoke(app, ["research", QUESTION, "--corpus", str(CORPUS), "--model", "test", "--report",
                                       "huge", "--out", str(tmp_path / "x"), "--data-dir", str(data_dir)])
     assert result.exit_code == 2 and "--report must be brief, standard or detailed" in result.output
+
+
+def test_quotes_restate_asks_the_model_and_keeps_each_quote_its_rewrite_does_not_match(tmp_path, data_dir):
+    out = tmp_path / "restate"
+    research(out, data_dir, "--quotes", "restate")
+    log = (out / "run.jsonl").read_text()
+    # the test provider "rewrites" with its task's first line: no rewrite says what a quote says
+    assert "Say each one again in your own words" in log and "kept the quote" in log
+    assert "“" in (out / "report.md").read_text()
+    result = CliRunner().invoke(app, ["research", QUESTION, "--corpus", str(CORPUS), "--model", "test", "--quotes",
+                                      "paraphrase", "--out", str(tmp_path / "x"), "--data-dir", str(data_dir)])
+    assert result.exit_code == 2 and "--quotes must be keep or restate" in result.output

@@ -28,6 +28,7 @@ BRIEFROOM = str(Path(sys.executable).parent / "briefroom")
     ("x" * 120_000, [], "at most 2,000"),
     (QUESTION, ["--model", "nosuchmodel"], "needs an endpoint"),
     (QUESTION, ["--model", "test", "--report", "novel"], "--report must be brief, standard or detailed"),
+    (QUESTION, ["--model", "test", "--quotes", "paraphrase"], "--quotes must be keep or restate"),
     (QUESTION, ["--model", "test", "--language", "fr"], "language"),
 ])
 def test_submit_refuses_what_research_refuses_and_queues_nothing(pg_url, small_corpus, tmp_path, monkeypatch,
