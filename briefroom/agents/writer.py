@@ -33,9 +33,9 @@ from briefroom.report.briefing import PartEvidence, evidence_by_part, evidence_l
 from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, charter_language, part_query, question_parts
 from briefroom.report.outline import Scorer, answer_scorer, dedupe, documents_by_title, leads
-from briefroom.report.restate import Restatements, quotes_of, restated
+from briefroom.report.restate import Restatements, quoted_sources, quotes_of, restated
 from briefroom.report.shape import assemble
-from briefroom.report.source_kinds import SourceProfile, profiles
+from briefroom.report.source_kinds import KIND_LABELS, SourceProfile, profiles
 from briefroom.report.spec import ReportSpec
 from briefroom.report.verify import (
     Judge,
@@ -329,9 +329,17 @@ def restate_quotes(turn: Turn, report: ReportDraft) -> ReportDraft:
     if not quotes:
         return report
     ids = [f"q{n}" for n in range(1, len(quotes) + 1)]
-    language = LABELS[charter_language(turn.charter)]["language_name"]
-    task = render(load_template("writer_restate.md"), language=language,
-                  sentences=mark_data("quotes", "\n".join(f"{i}: {q}" for i, q in zip(ids, quotes))))
+    language = charter_language(turn.charter)
+    sources, kinds, cited = turn.all_sources(), profiles(turn.all_sources()), quoted_sources(report)
+
+    def who(quote: str) -> str:  # "analyst: Public Cloud Outlook 2026": what the rewrite begins with
+        sid = cited[quote][0]
+        title = sources[sid].title if sid in sources else sid
+        return f"{KIND_LABELS[language][kinds[sid].kind]}: {title}" if sid in kinds else title
+
+    shown = "\n".join(f"{i} [{who(q)}]: {q}" for i, q in zip(ids, quotes))
+    task = render(load_template("writer_restate.md"), language=LABELS[language]["language_name"],
+                  sentences=mark_data("quotes", shown))
     try:
         answer = turn.ask(task, Restatements, enums={"sentence_id": ids}, max_items={"rewrites": len(ids)},
                           give_up_when_cut=True)

@@ -164,15 +164,31 @@ def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dic
             counts.own_supported += supported
 
 
+# A source sentence at least this long (words; CJK characters / 2) found whole inside a
+# line makes it a copy, whatever words come before it ("According to the newswire, a
+# research firm raised its forecast …"); a short one ("Sales rose.") may be said alike.
+COPIED_WORDS = 6
+
+
+def _copied_whole(flat: str, source: str) -> bool:
+    for sentence in sentences(source):
+        core = sentence.rstrip(".。!！?？")
+        size = len(core) / 2 if is_cjk(core) else len(core.split())
+        if size >= COPIED_WORDS and core in flat:
+            return True
+    return False
+
+
 def own_words(text: str, cited: list[str]) -> bool:
-    """The line is the model's prose: not a quote, and not a source sentence copied
-    whole (which a model may do without the quotation marks); its label (" — *Source
-    (kind)*") is code's and not counted. `cited`: its sources' texts, `normal`ised."""
+    """The line is the model's prose: not a quote, not part of a source sentence copied
+    (which a model may do without the quotation marks), and holding no whole source
+    sentence behind words of its own; its label (" — *Source (kind)*") is code's and not
+    counted. `cited`: its sources' texts, `normal`ised."""
     core = text.split(" — *", 1)[0].strip()
     if core.startswith(("“", '"', "「")):
         return False
     flat = normal(core).rstrip(".。")
-    return not any(flat and flat in source for source in cited)
+    return not any(flat and (flat in source or _copied_whole(flat, source)) for source in cited)
 
 
 def _language_ok(body: str, language: str) -> bool:

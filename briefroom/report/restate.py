@@ -3,7 +3,8 @@
 Code quotes a source sentence wherever the model's prose lacked the answer or failed its
 checks twice, so a small model's report reads as a collage of quotes. With `--quotes
 restate` the Writer's model is given those quotes once more, with a narrower task than
-writing a section: say this one sentence in your own words. A rewrite replaces its
+writing a section: report this one sentence as an analyst would, beginning with who
+gives it (its source's kind and title are shown), in your own words. A rewrite replaces its
 quote only when code finds it says the same (`differs`): the same figures with their
 units and scales, no figure left out, the same years, a forecast still a forecast, the
 same measure (sold stays sold), a sentence; then the same checks and support judgement
@@ -44,11 +45,19 @@ def is_quote(claim: Claim) -> bool:
     return bool(claim.source_ids) and text.startswith(_QUOTE_MARKS[0]) and text.endswith(_QUOTE_MARKS[1])
 
 
+def quoted_sources(report: ReportDraft) -> dict[str, list[str]]:
+    """Each quote of the report, unquoted, with the sources its first citation names."""
+    cited: dict[str, list[str]] = {}
+    for c in [report.short_answer, *report.summary, *(c for s in report.sections for c in s.claims)]:
+        if is_quote(c):
+            cited.setdefault(bare_text(c.text), list(c.source_ids))
+    return cited
+
+
 def quotes_of(report: ReportDraft) -> list[str]:
     """The report's quoted sentences, unquoted, each once, in reading order (short answer,
     summary, sections), at most `MAX_RESTATED`."""
-    claims = [report.short_answer, *report.summary, *(c for s in report.sections for c in s.claims)]
-    return list(dict.fromkeys(bare_text(c.text) for c in claims if is_quote(c)))[:MAX_RESTATED]
+    return list(quoted_sources(report))[:MAX_RESTATED]
 
 
 def _normal(text: str) -> str:
@@ -56,9 +65,13 @@ def _normal(text: str) -> str:
 
 
 def differs(rewrite: str, quote: str) -> str | None:
-    """Why the rewrite does not say what the quote says, in a line; None when it does."""
+    """Why the rewrite does not say what the quote says, in a line; None when it does. A
+    rewrite holding the whole quote ("According to the newswire, a research firm raised
+    …") is the quote without its quotation marks: the quote stays, marked as one."""
     if not rewrite.strip() or _normal(rewrite) == _normal(quote):
         return "no rewrite"
+    if _normal(quote) in _normal(rewrite):
+        return "the quote copied whole"
     if not is_statement(rewrite):
         return "not a sentence"
     if set(YEAR.findall(rewrite)) != set(YEAR.findall(quote)):
@@ -82,10 +95,7 @@ def restated(report: ReportDraft, rewrites: dict[str, str], check: Failures) -> 
     (a sentence's code checks and support judgement, against the quote's sources) in the
     rewrite's place, its citation and attribution kept. Returns the report and why each
     rewrite that was not taken failed, by quote."""
-    cited: dict[str, list[str]] = {}
-    for c in [report.short_answer, *report.summary, *(c for s in report.sections for c in s.claims)]:
-        if is_quote(c):
-            cited.setdefault(bare_text(c.text), list(c.source_ids))
+    cited = quoted_sources(report)
     refused: dict[str, str] = {}
     candidates: list[tuple[str, Claim]] = []
     for quote, rewrite in rewrites.items():

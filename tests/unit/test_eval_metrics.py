@@ -42,6 +42,13 @@ def test_the_models_own_supported_sentences_are_counted_apart_from_quotes():
     assert s.own_words == 0.25
 
 
+def test_a_source_sentence_copied_whole_behind_words_of_the_models_own_is_no_own_words():
+    s = score(report("## Sold\n\nAccording to the manufacturers, manufacturers sold 2.61 million heat pumps in "
+                     "2025. [2]\n"
+                     "According to the manufacturers, 2.61 million heat pumps were sold in 2025. [2]"))
+    assert (s.cited_sentences, s.own_sentences, s.own_supported) == (2, 1, 1)
+
+
 def test_a_number_not_in_the_cited_source_and_the_footer_is_not_read():
     s = score(report("- Installers put 1.9 million heat pumps into service in 2025. [1]"))
     assert s.recall == 0.0 and s.support == 0.0

@@ -12,7 +12,7 @@ from briefroom.agents.run_context import RunContext
 from briefroom.agents.writer import restate_quotes
 from briefroom.llm import ModelHandle, ModelPool
 from briefroom.protocol.budget import TokenCounter
-from briefroom.records import Charter, Claim, DraftSection, ReportDraft
+from briefroom.records import Charter, Claim, DraftSection, Passage, ReportDraft, SourceRecord
 from briefroom.report.restate import differs, quotes_of, restated
 from briefroom.runlog import RunLog
 from tests.fakes import ScriptedChatModel
@@ -24,6 +24,8 @@ FORECAST = "The association forecasts that sales will reach 2.05 million units i
 @pytest.mark.parametrize(("rewrite", "quote", "why"), [
     ("In 2025, 1.84 million heat pumps were put into service across Europe by installers.", INSTALLED, None),
     ("Installers put 1.84 million heat pumps into service across Europe in 2025.", INSTALLED, "no rewrite"),
+    ("According to the survey, installers put 1.84 million heat pumps into service across Europe in 2025.",
+     INSTALLED, "the quote copied whole"),  # the quote without its quotation marks
     ("In 2025, 1.84 million heat pumps were put into service", INSTALLED, "not a sentence"),
     ("In 2025, 1.94 million heat pumps were put into service across Europe.", INSTALLED,
      "a figure the quote does not give"),
@@ -86,12 +88,16 @@ def _writer_turn(tmp_path, replies: list[str]) -> tuple[Turn, ScriptedChatModel,
                                             label="scripted")})
     log = RunLog(tmp_path / "run.jsonl")
     ctx = RunContext(bus=bus_for([writer]), models=pool, counter=TokenCounter(), log=log, tools={})
+    texts = {"REG": f"The council compiles its count from commissioning records. {INSTALLED}", "ASSOC": FORECAST}
+    titles = {"REG": "European installer survey: heat pump installations in 2025", "ASSOC": "Heat pump outlook 2026"}
+    sources = {sid: SourceRecord(source_id=sid, title=titles[sid], path=f"corpus/{sid}.md",
+                                 passages=(Passage(chunk_id=f"{sid}:0", start=0, end=len(t), text=t),))
+               for sid, t in texts.items()}
     state = {"charter": Charter(goal="How many heat pumps were installed in Europe in 2025?",
                                 acceptance_criteria=("cited",), roles=("writer",), max_rounds=1),
-             "round": 1, "whiteboard": [], "seen": {}}
+             "round": 1, "whiteboard": [], "seen": {}, "sources": sources}
     turn = Turn(role=writer, state=state, ctx=ctx)
-    turn._texts = {"REG": f"The council compiles its count from commissioning records. {INSTALLED}",
-                   "ASSOC": FORECAST}
+    turn._texts = texts
     return turn, model, log
 
 
@@ -104,12 +110,18 @@ def test_the_writer_asks_once_judges_the_rewrites_and_logs_each_quote_it_keeps(t
     report = restate_quotes(turn, _report())
     log.close()
     model.assert_done()
-    assert "q1: " + INSTALLED in model.calls[0]["messages"][-1].content
+    # each quote after who gives it, which the rewrite begins with
+    assert f"q1 [official statistics or registry: {titles_of(turn)['REG']}]: {INSTALLED}" in \
+        model.calls[0]["messages"][-1].content
     assert report.short_answer.text == rewrite and report.sections[0].claims[2].text == f"“{FORECAST}”"
     kept = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
     assert [e["repair"] for e in kept if e.get("kind") == "report_repair" or "repair" in e] == [
         f"kept the quote “{FORECAST}”: its rewrite: a forecast or estimate stated otherwise"]
     assert "restated 1 of 2 quote(s) in the model's words" in turn.notes
+
+
+def titles_of(turn: Turn) -> dict[str, str]:
+    return {sid: record.title for sid, record in turn.all_sources().items()}
 
 
 def test_a_reply_that_is_no_json_keeps_every_quote(tmp_path):
