@@ -3,8 +3,8 @@
 Code quotes a source sentence wherever the model's prose lacked the answer or failed its
 checks twice, so a small model's report reads as a collage of quotes. With `--quotes
 restate` the Writer's model is given those quotes once more, with a narrower task than
-writing a section: report this one sentence as an analyst would, beginning with who
-gives it (its source's kind and title are shown), in your own words. A rewrite replaces its
+writing a section: report this one sentence as an analyst would, naming its source
+(whose kind and title are shown, and no other), in your own words. A rewrite replaces its
 quote only when code finds it says the same (`differs`): the same figures with their
 units and scales, no figure left out, the same years, a forecast still a forecast, the
 same measure (sold stays sold), a sentence; then the same checks and support judgement
@@ -72,6 +72,8 @@ def differs(rewrite: str, quote: str) -> str | None:
         return "no rewrite"
     if _normal(quote) in _normal(rewrite):
         return "the quote copied whole"
+    if _normal(rewrite) in _normal(quote):
+        return "a part of the quote copied"  # "About 0.46 million …" for "First, about 0.46 million …"
     if not is_statement(rewrite):
         return "not a sentence"
     if set(YEAR.findall(rewrite)) != set(YEAR.findall(quote)):

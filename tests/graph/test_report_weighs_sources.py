@@ -88,7 +88,7 @@ def test_quotes_restate_asks_the_model_and_keeps_each_quote_its_rewrite_does_not
     research(out, data_dir, "--quotes", "restate")
     log = (out / "run.jsonl").read_text()
     # the test provider "rewrites" with its task's first line: no rewrite says what a quote says
-    assert "Say each one again in your own words" in log and "kept the quote" in log
+    assert "Write each one again" in log and "kept the quote" in log
     assert "“" in (out / "report.md").read_text()
     result = CliRunner().invoke(app, ["research", QUESTION, "--corpus", str(CORPUS), "--model", "test", "--quotes",
                                       "paraphrase", "--out", str(tmp_path / "x"), "--data-dir", str(data_dir)])

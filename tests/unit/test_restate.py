@@ -26,6 +26,7 @@ FORECAST = "The association forecasts that sales will reach 2.05 million units i
     ("Installers put 1.84 million heat pumps into service across Europe in 2025.", INSTALLED, "no rewrite"),
     ("According to the survey, installers put 1.84 million heat pumps into service across Europe in 2025.",
      INSTALLED, "the quote copied whole"),  # the quote without its quotation marks
+    ("1.84 million heat pumps into service across Europe in 2025.", INSTALLED, "a part of the quote copied"),
     ("In 2025, 1.84 million heat pumps were put into service", INSTALLED, "not a sentence"),
     ("In 2025, 1.94 million heat pumps were put into service across Europe.", INSTALLED,
      "a figure the quote does not give"),
