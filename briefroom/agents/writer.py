@@ -330,9 +330,10 @@ def restate_quotes(turn: Turn, report: ReportDraft) -> ReportDraft:
         return report
     ids = [f"q{n}" for n in range(1, len(quotes) + 1)]
     language = charter_language(turn.charter)
-    sources, kinds, cited = turn.all_sources(), profiles(turn.all_sources()), quoted_sources(report)
+    sources, cited = turn.all_sources(), quoted_sources(report)
+    kinds = profiles(sources)
 
-    def who(quote: str) -> str:  # "analyst: Public Cloud Outlook 2026": what the rewrite begins with
+    def who(quote: str) -> str:  # "analyst: Public Cloud Outlook 2026": the source the rewrite may name
         sid = cited[quote][0]
         title = sources[sid].title if sid in sources else sid
         return f"{KIND_LABELS[language][kinds[sid].kind]}: {title}" if sid in kinds else title
@@ -354,13 +355,11 @@ def restate_quotes(turn: Turn, report: ReportDraft) -> ReportDraft:
     texts = turn.source_texts()
     judge = support_judge(turn, texts)
     report, refused = restated(report, rewrites, lambda claims: failures(claims, texts, judge))
-    turn.note(f"restated {len(quotes) - len(refused) - len(set(quotes) - set(rewrites))} of {len(quotes)} "
-              "quote(s) in the model's words")
-    for quote in quotes:
-        why = refused.get(quote) or ("no rewrite" if quote not in rewrites else None)
-        if why is not None:
-            turn.ctx.log.write(ReportRepair(agent=turn.role.name, round=turn.round,
-                                            repair=f"kept the quote “{quote[:160]}”: its rewrite: {why[:160]}"))
+    kept = {q: refused.get(q, "no rewrite") for q in quotes if q not in rewrites or q in refused}
+    turn.note(f"restated {len(quotes) - len(kept)} of {len(quotes)} quote(s) in the model's words")
+    for quote, why in kept.items():
+        turn.ctx.log.write(ReportRepair(agent=turn.role.name, round=turn.round,
+                                        repair=f"kept the quote “{quote[:160]}”: its rewrite: {why[:160]}"))
     return report
 
 
