@@ -22,15 +22,22 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 from briefroom.agents.structured import constrain_schema
 from briefroom.llm import GRAMMAR_STRING_CHARS, REPEAT_PENALTY, bounded_strings
 from briefroom.prompts import load_template, render
 from briefroom.report.restate import Restatements, differs
 
+
+class Quote(NamedTuple):
+    text: str
+    source: str  # its kind and title, as the model was shown them ("" in a recording without them)
+
+
 _TASK = "## Current task\n"
 _QUOTES = re.compile(r'(<data-[0-9a-f]+ kind="quotes">\n.*?\n</data-[0-9a-f]+>)', re.S)
-_QUOTE = re.compile(r"^(q\d+)(?: \[[^\]]*\])?: (.*)$", re.M)
+_QUOTE = re.compile(r"^(q\d+)(?: \[([^\]]*)\])?: (.*)$", re.M)
 _REPLY_RULES = "In this reply:"
 _LANGUAGE = re.compile(r"in (English|Chinese)\b")
 
@@ -44,9 +51,10 @@ def recorded_call(run: Path) -> dict | None:
     return None
 
 
-def variant_messages(call: dict, variant: str, bare: bool = False) -> tuple[list[dict[str, str]], dict[str, str]]:
-    """The recorded messages with `variant` as the task, and the quotes by id. `bare`: without
-    the role's context before the task (whiteboard, facts), to see what the context does."""
+def variant_messages(call: dict, variant: str, bare: bool = False) -> tuple[list[dict[str, str]], dict[str, Quote]]:
+    """The recorded messages with `variant` as the task, and the quotes (with the source
+    each was shown after) by id. `bare`: without the role's context before the task
+    (whiteboard, facts), to see what the context does."""
     human = call["messages"][-1]["content"]
     head, _, task = human.partition(_TASK)
     shown = _QUOTES.search(task)
@@ -57,7 +65,7 @@ def variant_messages(call: dict, variant: str, bare: bool = False) -> tuple[list
                               if "{{" + k + "}}" in variant})
     content = ("" if bare else head) + _TASK + body.rstrip("\n") + "\n\n" + task[task.index(_REPLY_RULES):]
     messages = [{"role": "system", "content": call["messages"][0]["content"]}, {"role": "user", "content": content}]
-    return messages, dict(_QUOTE.findall(shown.group(1)))
+    return messages, {i: Quote(text, source) for i, source, text in _QUOTE.findall(shown.group(1))}
 
 
 def ask(base_url: str, messages: list[dict[str, str]], ids: list[str]) -> tuple[list[dict], float]:
@@ -76,14 +84,14 @@ def ask(base_url: str, messages: list[dict[str, str]], ids: list[str]) -> tuple[
     return rewrites, round(time.monotonic() - started, 1)
 
 
-def judged(rewrites: list[dict], quotes: dict[str, str]) -> list[dict]:
+def judged(rewrites: list[dict], quotes: dict[str, Quote]) -> list[dict]:
     """Each rewrite with its quote and why it does not say the same (None: it does)."""
     out = []
     for rewrite in rewrites:
-        quote = quotes.get(str(rewrite.get("sentence_id")), "")
+        quote = quotes.get(str(rewrite.get("sentence_id")))
         text = str(rewrite.get("text", ""))
-        out.append({"id": rewrite.get("sentence_id"), "quote": quote, "rewrite": text,
-                    "differs": differs(text, quote) if quote else "no such quote"})
+        out.append({"id": rewrite.get("sentence_id"), "quote": quote.text if quote else "", "rewrite": text,
+                    "differs": differs(text, quote.text, quote.source) if quote else "no such quote"})
     return out
 
 

@@ -338,9 +338,9 @@ def restate_quotes(turn: Turn, report: ReportDraft) -> ReportDraft:
         title = sources[sid].title if sid in sources else sid
         return f"{KIND_LABELS[language][kinds[sid].kind]}: {title}" if sid in kinds else title
 
-    shown = "\n".join(f"{i} [{who(q)}]: {q}" for i, q in zip(ids, quotes))
+    sources_shown = {q: who(q) for q in quotes}
     task = render(load_template("writer_restate.md"), language=LABELS[language]["language_name"],
-                  sentences=mark_data("quotes", shown))
+                  sentences=mark_data("quotes", "\n".join(f"{i} [{sources_shown[q]}]: {q}" for i, q in zip(ids, quotes))))
     try:
         answer = turn.ask(task, Restatements, enums={"sentence_id": ids}, max_items={"rewrites": len(ids)},
                           give_up_when_cut=True)
@@ -354,7 +354,7 @@ def restate_quotes(turn: Turn, report: ReportDraft) -> ReportDraft:
             rewrites.setdefault(quotes[ids.index(rewrite.sentence_id)], rewrite.text)
     texts = turn.source_texts()
     judge = support_judge(turn, texts)
-    report, refused = restated(report, rewrites, lambda claims: failures(claims, texts, judge))
+    report, refused = restated(report, rewrites, lambda claims: failures(claims, texts, judge), sources_shown)
     kept = {q: refused.get(q, "no rewrite") for q in quotes if q not in rewrites or q in refused}
     turn.note(f"restated {len(quotes) - len(kept)} of {len(quotes)} quote(s) in the model's words")
     for quote, why in kept.items():

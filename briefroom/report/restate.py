@@ -13,6 +13,7 @@ as any sentence of the model's (`verify.failures`). Anything else keeps the quot
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from pydantic import BaseModel, Field
@@ -64,8 +65,25 @@ def _normal(text: str) -> str:
     return " ".join(text.lower().strip(" .。").split())
 
 
-def differs(rewrite: str, quote: str) -> str | None:
-    """Why the rewrite does not say what the quote says, in a line; None when it does. A
+# Words that name who says something. A rewrite naming a kind of source that neither its
+# quote nor its source's kind and title name puts the figure in another's mouth: the 1.5B
+# began an analyst's sentence with "According to the newswire" (the prompt's example then).
+_WHO_WORDS = re.compile(r"\b(?:news(?:wire|paper)?|press|registry|register|survey|statistics|statistical|census|"
+                        r"analysts?|brief|blog(?:ger)?|opinion|association|council|ministry|bureau|agency|office|"
+                        r"institute|forum|company|operator|manufacturers?|government|report)\b|"
+                        r"统计局|公报|登记|协会|研究院|研究机构|博客|新闻|报道|公司|政府", re.I)
+
+
+def names_another_source(rewrite: str, quote: str, source: str) -> str | None:
+    """A word naming a kind of source that the rewrite gives and neither the quote nor
+    `source` (its kind and title, as the model was shown them) does; None when none."""
+    known = f"{quote} {source}".lower()
+    return next((m.group(0) for m in _WHO_WORDS.finditer(rewrite) if m.group(0).lower() not in known), None)
+
+
+def differs(rewrite: str, quote: str, source: str = "") -> str | None:
+    """Why the rewrite does not say what the quote says, in a line; None when it does.
+    `source`: the quote's source as the model was shown it (its kind and title). A
     rewrite holding the whole quote ("According to the newswire, a research firm raised
     …") is the quote without its quotation marks: the quote stays, marked as one."""
     if not rewrite.strip() or _normal(rewrite) == _normal(quote):
@@ -86,24 +104,29 @@ def differs(rewrite: str, quote: str) -> str | None:
         return "a forecast or estimate stated otherwise"
     if measures_in(rewrite) != measures_in(quote):
         return "another measure than the quote's"
+    other = names_another_source(rewrite, quote, source)
+    if other is not None:
+        return f"a source the quote's is not ({other!r})"
     return None
 
 
 Failures = Callable[[list[Claim]], dict[int, str]]  # sentences -> {index: why it fails}
 
 
-def restated(report: ReportDraft, rewrites: dict[str, str], check: Failures) -> tuple[ReportDraft, dict[str, str]]:
+def restated(report: ReportDraft, rewrites: dict[str, str], check: Failures,
+             shown: dict[str, str] | None = None) -> tuple[ReportDraft, dict[str, str]]:
     """`report` with each quote whose rewrite says the same (`differs`) and passes `check`
     (a sentence's code checks and support judgement, against the quote's sources) in the
-    rewrite's place, its citation and attribution kept. Returns the report and why each
-    rewrite that was not taken failed, by quote."""
+    rewrite's place, its citation and attribution kept. `shown`: each quote's source as
+    the model was shown it. Returns the report and why each rewrite that was not taken
+    failed, by quote."""
     cited = quoted_sources(report)
     refused: dict[str, str] = {}
     candidates: list[tuple[str, Claim]] = []
     for quote, rewrite in rewrites.items():
         if quote not in cited:
             continue
-        why = differs(rewrite, quote)
+        why = differs(rewrite, quote, (shown or {}).get(quote, ""))
         if why is not None:
             refused[quote] = why
         else:

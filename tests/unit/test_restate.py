@@ -43,6 +43,22 @@ def test_a_rewrite_says_the_same_as_its_quote_or_says_why_not(rewrite, quote, wh
     assert differs(rewrite, quote) == why
 
 
+SURVEY = "official statistics or registry: European installer survey"
+BRIEF = "analyst: Heat pump market brief"
+
+
+@pytest.mark.parametrize(("rewrite", "source", "why"), [
+    ("The installer survey counts 1.84 million heat pumps put into service across Europe in 2025.", SURVEY, None),
+    # an analyst's figure put in another's mouth
+    ("According to the newswire, 1.84 million heat pumps went into service across Europe in 2025.", BRIEF,
+     "a source the quote's is not ('newswire')"),
+    ("The registry counts 1.84 million heat pumps put into service across Europe in 2025.", BRIEF,
+     "a source the quote's is not ('registry')"),
+])
+def test_a_rewrite_names_no_source_but_its_own(rewrite, source, why):
+    assert differs(rewrite, INSTALLED, source) == why
+
+
 def _report() -> ReportDraft:
     quote = Claim(text=f"“{INSTALLED}”", source_ids=["REG"], attribution="European installer survey")
     own = Claim(text="The registry counts commissioned units.", source_ids=["REG"])
