@@ -170,9 +170,15 @@ def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dic
 COPIED_WORDS = 6
 
 
+# Sentence ends in a text already `normal`ised (one line, lower case; a Markdown heading is
+# no longer a line of its own): ". " ends an English sentence (not "595.7"; also ".* " where
+# emphasis closes after it), 。！？ a Chinese one.
+_FLAT_SENTENCE_END = re.compile(r"(?<=[.!?])[*_\"'”’)\]]*\s+|(?<=[。！？])")
+
+
 def _copied_whole(flat: str, source: str) -> bool:
-    for sentence in sentences(source):
-        core = sentence.rstrip(".。!！?？")
+    for sentence in _FLAT_SENTENCE_END.split(source):
+        core = sentence.strip().rstrip(".。!！?？")
         size = len(core) / 2 if is_cjk(core) else len(core.split())
         if size >= COPIED_WORDS and core in flat:
             return True

@@ -43,10 +43,15 @@ def test_the_models_own_supported_sentences_are_counted_apart_from_quotes():
 
 
 def test_a_source_sentence_copied_whole_behind_words_of_the_models_own_is_no_own_words():
-    s = score(report("## Sold\n\nAccording to the manufacturers, manufacturers sold 2.61 million heat pumps in "
-                     "2025. [2]\n"
-                     "According to the manufacturers, 2.61 million heat pumps were sold in 2025. [2]"))
+    lines = ("## Sold\n\nAccording to the manufacturers, manufacturers sold 2.61 million heat pumps in 2025. [2]\n"
+             "According to the manufacturers, 2.61 million heat pumps were sold in 2025. [2]")
+    s = score(report(lines))
     assert (s.cited_sentences, s.own_sentences, s.own_supported) == (2, 1, 1)
+    # a source as the corpus holds it: a Markdown heading, then its sentences
+    texts = {**TEXTS, "S2": "# Heat pump sales, 2025\n\nThe association counts shipments. Manufacturers sold 2.61 "
+                            "million heat pumps in 2025. Exports fell."}
+    s = score(report(lines), source_texts=texts)
+    assert (s.cited_sentences, s.own_sentences) == (2, 1)
 
 
 def test_a_number_not_in_the_cited_source_and_the_footer_is_not_read():
