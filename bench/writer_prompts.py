@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from briefroom.agents.structured import constrain_schema
-from briefroom.evaluation.metrics import normal, own_words
+from briefroom.evaluation.metrics import normal, own_words, whole_sentences
 from briefroom.llm import GRAMMAR_STRING_CHARS, REPEAT_PENALTY, bounded_strings
 from briefroom.prompts import load_template, render
 from briefroom.records import DraftSection
@@ -89,7 +89,8 @@ def part_prompts(cassette: Path, variant: str) -> list[PartPrompt]:
 def in_own_words(text: str, shown: dict[str, list[str]]) -> bool:
     """Not quoted and no copy of a sentence the prompt showed (the suite's test, with every
     sentence shown standing in for the cited sources)."""
-    return own_words(text, [normal(s) for sentences in shown.values() for s in sentences])
+    every = [s for sentences in shown.values() for s in sentences]
+    return own_words(text, [normal(s) for s in every], [c for s in every for c in whole_sentences(s)])
 
 
 def numbers_hold(claim: dict, shown: dict[str, list[str]]) -> bool:

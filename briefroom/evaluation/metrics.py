@@ -8,10 +8,11 @@ themselves, loaded again, so a score does not trust anything the run said of the
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from briefroom.evaluation.report_layout import key_figures, short_answer, summaries
-from briefroom.protocol.extraction import is_cjk, sentences
+from briefroom.protocol.extraction import folded, is_cjk, sentences
 from briefroom.report.checks import GROUNDING_THRESHOLD, grounding, source_readings, split_report, unsupported_numbers
 
 # Ways a report says the corpus does not answer (English and Chinese).
@@ -64,8 +65,7 @@ class ReportScore:
         return self.own_supported / self.cited_sentences if self.cited_sentences else 0.0
 
 
-def normal(text: str) -> str:
-    return " ".join(text.lower().split())
+normal = folded  # the name the scorer and the benches read it by
 
 
 def states(body: str, spellings: list[str]) -> bool:
@@ -133,15 +133,17 @@ def _check_lines(body: str, mapping: dict[str, str], source_texts: dict[str, str
     counts = _LineCounts()
     everything = " ".join(source_texts[s] for s in retrieved if s in source_texts) + " " + question
     flat_sources = {sid: normal(text) for sid, text in source_texts.items()}  # once, not once per line
+    copyable = {sid: whole_sentences(text) for sid, text in source_texts.items()}
     for line in body.splitlines():
         text = _CITE.sub("", line).strip().lstrip("-#* ").strip()
         if text:
-            _check_line(line, text, mapping, source_texts, flat_sources, retrieved, everything, counts)
+            _check_line(line, text, mapping, source_texts, (flat_sources, copyable), retrieved, everything, counts)
     return counts
 
 
 def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dict[str, str],
-                flat_sources: dict[str, str], retrieved: set[str], everything: str, counts: _LineCounts) -> None:
+                flat: tuple[dict[str, str], dict[str, list[str]]], retrieved: set[str], everything: str,
+                counts: _LineCounts) -> None:
     """One body line: its citations, its numbers against its sources, its grounding."""
     ids = []
     for n in _CITE.findall(line):
@@ -159,7 +161,8 @@ def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dic
         grounded = max((grounding(text, source_texts[s]) for s in ids), default=0.0)
         supported = bool(ids) and not missing and grounded >= GROUNDING_THRESHOLD
         counts.supported += supported
-        if own_words(text, [flat_sources[s] for s in ids]):
+        flat_sources, copyable = flat  # each source folded, and its sentences a line may hold whole
+        if own_words(text, [flat_sources[s] for s in ids], [c for s in ids for c in copyable[s]]):
             counts.own += 1
             counts.own_supported += supported
 
@@ -170,31 +173,23 @@ def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dic
 COPIED_WORDS = 6
 
 
-# Sentence ends in a text already `normal`ised (one line, lower case; a Markdown heading is
-# no longer a line of its own): ". " ends an English sentence (not "595.7"; also ".* " where
-# emphasis closes after it), 。！？ a Chinese one.
-_FLAT_SENTENCE_END = re.compile(r"(?<=[.!?])[*_\"'”’)\]]*\s+|(?<=[。！？])")
+def whole_sentences(text: str) -> list[str]:
+    """The sentences of a source (`extraction.sentences`) a line copies when it holds one
+    whole: those of `COPIED_WORDS` or more, `normal`ised, without their end mark."""
+    cores = [normal(s).rstrip(".。!！?？") for s in sentences(text)]
+    return [c for c in cores if (len(c) / 2 if is_cjk(c) else len(c.split())) >= COPIED_WORDS]
 
 
-def _copied_whole(flat: str, source: str) -> bool:
-    for sentence in _FLAT_SENTENCE_END.split(source):
-        core = sentence.strip().rstrip(".。!！?？")
-        size = len(core) / 2 if is_cjk(core) else len(core.split())
-        if size >= COPIED_WORDS and core in flat:
-            return True
-    return False
-
-
-def own_words(text: str, cited: list[str]) -> bool:
+def own_words(text: str, cited: list[str], whole: Sequence[str] = ()) -> bool:
     """The line is the model's prose: not a quote, not part of a source sentence copied
-    (which a model may do without the quotation marks), and holding no whole source
-    sentence behind words of its own; its label (" — *Source (kind)*") is code's and not
-    counted. `cited`: its sources' texts, `normal`ised."""
+    (which a model may do without the quotation marks), and holding none of `whole` (its
+    sources' `whole_sentences`) behind words of its own; its label (" — *Source (kind)*")
+    is code's and not counted. `cited`: its sources' texts, `normal`ised."""
     core = text.split(" — *", 1)[0].strip()
     if core.startswith(("“", '"', "「")):
         return False
     flat = normal(core).rstrip(".。")
-    return not any(flat and (flat in source or _copied_whole(flat, source)) for source in cited)
+    return bool(flat) and not any(flat in source for source in cited) and not any(s in flat for s in whole)
 
 
 def _language_ok(body: str, language: str) -> bool:

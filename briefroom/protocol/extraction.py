@@ -131,6 +131,11 @@ def _stem(word: str) -> str:
     return word
 
 
+def folded(text: str) -> str:
+    """Lower case, runs of white space one space: two spellings of a sentence compare equal."""
+    return " ".join(text.lower().split())
+
+
 def content_words(text: str) -> set[str]:
     """Lower-case words of three letters or more, without the commonest function words;
     Chinese has no spaces, so its content is counted in overlapping character pairs

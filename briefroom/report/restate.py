@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
+from briefroom.protocol.extraction import folded
 from briefroom.records import Claim, ReportDraft
 from briefroom.report.asking import YEAR, is_statement, measures_in, projected
 from briefroom.report.checks import readings_in, unsupported_numbers
@@ -65,7 +66,7 @@ def quotes_of(report: ReportDraft) -> list[str]:
 
 
 def _normal(text: str) -> str:
-    return " ".join(text.lower().strip(" .。").split())
+    return folded(text).strip(" .。")
 
 
 # Words that name who says something. A rewrite naming a kind of source that neither its

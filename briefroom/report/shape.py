@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from briefroom.protocol.extraction import content_words, is_cjk
+from briefroom.protocol.extraction import content_words, folded, is_cjk
 from briefroom.records import MAX_PARTS, Claim, DraftSection, Fact, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.asking import (
     YEAR,
@@ -159,7 +159,7 @@ def vocabulary_of(question: str, facts: list[Fact], sources: dict[str, SourceRec
 def heading_key(heading: str) -> str:
     """A heading as two headings are told apart: case, spacing and closing punctuation
     aside ("…in 2025?" is "…in 2025")."""
-    return " ".join(heading.lower().split()).rstrip("?.!:;。？！：；")
+    return folded(heading).rstrip("?.!:;。？！：；")
 
 
 def heading_of(model_headings: list[str], part: str, question: str, fallback: str = "Findings",
