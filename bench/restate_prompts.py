@@ -19,13 +19,11 @@ import argparse
 import json
 import re
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import NamedTuple
 
+from bench.local_chat import structured_reply
 from briefroom.agents.structured import constrain_schema
-from briefroom.llm import GRAMMAR_STRING_CHARS, REPEAT_PENALTY, bounded_strings
 from briefroom.prompts import load_template, render
 from briefroom.report.restate import Restatements, differs
 
@@ -70,18 +68,12 @@ def variant_messages(call: dict, variant: str, bare: bool = False) -> tuple[list
 
 def ask(base_url: str, messages: list[dict[str, str]], ids: list[str]) -> tuple[list[dict], float]:
     schema = constrain_schema(Restatements.model_json_schema(), {"sentence_id": ids}, {"rewrites": len(ids)})
-    body = {"messages": messages, "temperature": 0.0, "max_tokens": 1024, "repeat_penalty": REPEAT_PENALTY,
-            "response_format": {"type": "json_object", "schema": bounded_strings(schema, GRAMMAR_STRING_CHARS)}}
-    request = urllib.request.Request(base_url + "/chat/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-    started = time.monotonic()
-    with urllib.request.urlopen(request, timeout=None) as response:
-        reply = json.load(response)["choices"][0]["message"]["content"]
+    reply, seconds = structured_reply(base_url, messages, schema)
     try:
         rewrites = [r for r in json.loads(reply).get("rewrites", []) if isinstance(r, dict)]
     except (json.JSONDecodeError, AttributeError):
         rewrites = []
-    return rewrites, round(time.monotonic() - started, 1)
+    return rewrites, seconds
 
 
 def judged(rewrites: list[dict], quotes: dict[str, Quote]) -> list[dict]:

@@ -19,14 +19,12 @@ import argparse
 import json
 import re
 import sys
-import time
-import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench.local_chat import structured_reply
 from briefroom.agents.structured import constrain_schema
 from briefroom.evaluation.metrics import normal, own_words, whole_sentences
-from briefroom.llm import GRAMMAR_STRING_CHARS, REPEAT_PENALTY, bounded_strings
 from briefroom.prompts import load_template, render
 from briefroom.records import DraftSection
 from briefroom.report.checks import source_readings, unsupported_numbers
@@ -109,14 +107,7 @@ def score(prompts: list[PartPrompt]) -> dict[str, float | int]:
 
 def ask(base_url: str, prompt: PartPrompt) -> None:
     schema = constrain_schema(DraftSection.model_json_schema(), {"source_ids": prompt.source_ids or ["S00000000"]})
-    body = {"messages": prompt.messages, "temperature": 0.0, "max_tokens": 1024, "repeat_penalty": REPEAT_PENALTY,
-            "response_format": {"type": "json_object", "schema": bounded_strings(schema, GRAMMAR_STRING_CHARS)}}
-    request = urllib.request.Request(base_url + "/chat/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-    started = time.monotonic()
-    with urllib.request.urlopen(request, timeout=None) as response:
-        prompt.reply = json.load(response)["choices"][0]["message"]["content"]
-    prompt.seconds = round(time.monotonic() - started, 1)
+    prompt.reply, prompt.seconds = structured_reply(base_url, prompt.messages, schema)
     try:
         prompt.claims = [c for c in json.loads(prompt.reply).get("claims", []) if isinstance(c, dict)]
     except (json.JSONDecodeError, AttributeError):
