@@ -252,7 +252,7 @@ def assemble(draft: WriterDraft, parts: list[str], question: str, facts: list[Fa
         heading = heading_of([s.heading for s in mine], part, question, lab["findings"], taken, vocabulary)
         sections.append(DraftSection.model_construct(heading=heading, claims=claims, part=n + 1))
     short = _short_answer(draft.short_answer, first_lead, sections, profiles, label, lab)
-    summary = _summary(draft.summary, short, sections, spec.shape.summary_sentences, label, title, parts)
+    summary = _summary(draft.summary, short, sections, summary_length(spec.shape, len(sections)), label, title, parts)
     fixed = word_count(short.text) + sum(word_count(c.text) for c in summary)
     sections = _within_words(sections, fixed, spec.target_words)
     cited = {sid for s in [short, *summary, *(c for sec in sections for c in sec.claims)] for sid in s.source_ids}
@@ -552,6 +552,12 @@ def _finding_of(section: DraftSection, part: str) -> Claim | None:
     if first is None or (projected(first.text) and "forecast" not in measures_in(part)):
         return None
     return first
+
+
+def summary_length(shape: ReportShape, sections: int) -> int:
+    """The most sentences the executive summary keeps: the report kind's, or one for each
+    section after the first (the short answer's) when the kind sums up every part."""
+    return max(shape.summary_sentences, sections - 1) if shape.summary_every_part else shape.summary_sentences
 
 
 def _summary(model: list[Claim], short: Claim, sections: list[DraftSection], limit: int,

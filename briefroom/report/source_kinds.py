@@ -55,6 +55,18 @@ def _any(*phrases: str) -> re.Pattern[str]:
     return re.compile("|".join(phrases), re.I)
 
 
+# The parts of a "who publishes it" rule: the publishing verb or the "<kind of document>
+# of" that names the publisher, the publisher's name, and the word that says what the
+# publisher is. A city's or a county's council is a public body; an industry's council
+# ("Installers' Council") is not.
+_PUBLISHED_BY = r"\b(?:published|issued|adopted|compiled|released|prepared)\b[^.\n]{0,40}?\bby[ \t]+(?:the[ \t]+)?"
+_OF_BODY = r"\b(?:press release|statistics|bulletin|figures|release)[ \t]*(?:of|from|by|,)[ \t]+(?:the[ \t]+)?"
+_NAME = r"[^.,;:\n]{0,60}?"
+_PUBLIC_BODY = (r"(?:authority|office|directorate|ministry|bureau|agency|administration|commission|government|"
+                r"department|(?:city|county|municipal|regional|state|town) council|parliament)")
+_COMPANY = r"(?:company|corporation|plc|inc|ltd|limited|gmbh|ab)"
+
+
 # (rule name, kind, where it looks, pattern). "title" looks at the title only; "text" at
 # the title and the opening lines (`OPENING_CHARS`).
 RULES: tuple[tuple[str, SourceKind, Literal["title", "text"], re.Pattern[str]], ...] = (
@@ -76,6 +88,18 @@ RULES: tuple[tuple[str, SourceKind, Literal["title", "text"], re.Pattern[str]], 
      _any(r"\bsponsored\b", r"\badvertisement\b", r"\bbuy now\b", r"\brequest a (?:demo|quote)\b",
           r"\bour (?:award-winning|industry-leading|market-leading)\b", r"\blimited[- ]time offer\b",
           r"广告|推广(?:活动|内容|信息)|立即购买|限时优惠")),  # a plan's 推广纯电动公交车 promotes no product
+    # Who publishes the document, where it says so, decides before a phrase it only
+    # mentions: a charging operator's "registered charging accounts" is the operator's
+    # figure, a city council's plan is no industry council's.
+    ("title names a public body", "official", "title", re.compile(rf"^[^:\n]{{0,60}}?\b{_PUBLIC_BODY}\b[^:\n]{{0,3}}:", re.I)),
+    ("title names a company", "company", "title", re.compile(rf"^[^:\n]{{0,60}}?\b{_COMPANY}\b[^:\n]{{0,3}}:", re.I)),
+    ("published by a public body", "official", "text", _any(
+        rf"{_PUBLISHED_BY}{_NAME}\b{_PUBLIC_BODY}\b", rf"{_OF_BODY}{_NAME}\b{_PUBLIC_BODY}\b")),
+    ("published by a company", "company", "text", _any(
+        rf"{_PUBLISHED_BY}{_NAME}\b{_COMPANY}\b", rf"{_OF_BODY}{_NAME}\b{_COMPANY}\b",
+        r"(?:^|\n)[ \t]*[A-Z][\w'’ .&-]{1,50},[ \t]+(?:the|a|an)[ \t]+[^,.\n]{0,50}?\b(?:company|operator|maker|manufacturer|"
+        r"carrier|utility|airline|developer|retailer)\b",
+        r"(?:^|\n|。)[ \t]*[^\s。，,]{2,20}?(?:集团|公司)(?:发布|消息|统计|公告|表示)")),
     ("statistics office or registry", "official", "text",
      _any(r"\bstatistic(?:s|al) (?:office|bureau|agency)\b", r"\bofficial statistics\b", r"\bregist(?:ry|er|ers)\b",
           r"\bregistered\b", r"\bcensus\b", r"\bministry\b", r"\bdirectorate\b", r"\bcommissioning records\b",
@@ -88,7 +112,7 @@ RULES: tuple[tuple[str, SourceKind, Literal["title", "text"], re.Pattern[str]], 
           r"\bmarket tracker\b", r"\bmarket research\b", r"研究院|研究报告|预测|分析师|研究机构")),
     ("company results", "company", "text",
      _any(r"\bearnings\b", r"\bquarterly results\b", r"\binvestor relations\b", r"\bannual report\b",
-          r"\bthe company said\b", r"财报|公司公告|年报")),
+          r"\bthe company said\b", r"\bpress release\b", r"财报|公司公告|年报")),
     ("news report", "news", "text", _any(r"\bnewswire\b", r"\bnews\b", r"\breported on\b", r"消息|报道|记者")),
     ("glossary or reference", "reference", "text", _any(r"\bglossary\b", r"\bdefinitions?\b", r"术语|释义")),
 )
@@ -104,6 +128,9 @@ _YEAR_AHEAD = re.compile(r"\b(?:by|until|till|through|before|forecasts? for|outl
 _YEAR_RANGE_END = re.compile(r"(?<=\d)\s*[-–—~至到]\s*(?:19|20)\d{2}(?!\d)")
 # When a Chinese document says it was issued: "2021年9月印发", "本计划于2024年3月发布".
 _ZH_ISSUED = re.compile(r"((?:19|20)\d{2})年(?:\d{1,2}月)?(?:\d{1,2}日)?\s*(?:印发|发布|公布|出版)")
+# When a title says its document was written: "(submitted 2021)", "published in May 2024".
+_EN_ISSUED = re.compile(r"\b(?:submitted|issued|published|adopted|released|written)\b[^()\d]{0,20}?((?:19|20)\d{2})(?!\d)",
+                        re.IGNORECASE)
 _ISO_DATE = re.compile(r"(?<!\d)((?:19|20)\d{2}-[01]\d-[0-3]\d)(?!\d)")
 
 
@@ -145,13 +172,17 @@ def classify(title: str, opening: str) -> tuple[SourceKind, str]:
 
 
 def source_date(title: str, opening: str) -> str | None:
-    """An ISO date in the opening, else the year the title names, else the year a
+    """An ISO date in the opening, else the year the title says it was written in, else
+    the year the title names, else the year a
     Chinese opening says it was issued, else the year the
     opening names most often (ties: the latest), not counting the years it looks ahead
     to: a news item "expects the market to pass 1 trillion by 2029" was not written in 2029."""
     iso = _ISO_DATE.search(opening)
     if iso:
         return iso.group(1)
+    issued_title = _EN_ISSUED.search(title)
+    if issued_title:  # "business plan 2022–2026 (submitted 2021)": the title says when it was written
+        return issued_title.group(1)
     in_title = _YEAR.findall(_YEAR_RANGE_END.sub("", title))
     if in_title:
         return max(in_title)

@@ -25,14 +25,17 @@ class ReportShape(BaseModel):
 
     sentences_per_section: int  # the most sentences a section keeps
     summary_sentences: int  # the executive summary's length
+    # the summary may grow to a sentence for each part the short answer leaves (a
+    # five-part question's fifth part is what a reader who stops there would miss)
+    summary_every_part: bool
     rivals: int  # rival figures shown beside a part's lead
     words: int  # the default target length
 
 
 SHAPES: dict[str, ReportShape] = {
-    "brief": ReportShape(sentences_per_section=2, summary_sentences=2, rivals=1, words=200),
-    "standard": ReportShape(sentences_per_section=4, summary_sentences=3, rivals=2, words=450),
-    "detailed": ReportShape(sentences_per_section=8, summary_sentences=4, rivals=2, words=1000),
+    "brief": ReportShape(sentences_per_section=2, summary_sentences=2, summary_every_part=False, rivals=1, words=200),
+    "standard": ReportShape(sentences_per_section=4, summary_sentences=3, summary_every_part=True, rivals=2, words=450),
+    "detailed": ReportShape(sentences_per_section=8, summary_sentences=4, summary_every_part=True, rivals=2, words=1000),
 }
 
 

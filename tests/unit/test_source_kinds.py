@@ -41,6 +41,20 @@ def record(title: str, text: str, sid: str = "S1") -> SourceRecord:
     ("青川市公共交通发展规划（2021—2025年）", "本规划由青川市交通运输局于2021年3月印发。规划期内，将重点推广纯电动公交车。",
      "official"),
     ("新品上市", "推广活动：立即购买享受限时优惠。", "marketing"),
+    # who publishes the document decides before a phrase it mentions
+    ("Harbour Energy Office: heating statistics 2024", "Figures for the calendar year.", "official"),
+    ("Northfield Bus Company: 2024 at a glance", "It runs the routes north of the river.", "company"),
+    ("Traffic report 2024", "Published by Northfield Airport Company, the operator of the airport, on 3 March 2025.",
+     "company"),
+    ("Heat plan 2020–2030", "Adopted by the city council in May 2020. The plan expects 3 TWh.", "official"),
+    ("Installer count", "The Heat Installers' Council compiles the count each year.", "industry_body"),
+    ("Charging network: customer figures", "Amperline, the largest public charging operator in the country, "
+     "had 41,000 registered accounts.", "company"),
+    ("Freight on the crossing, 2024", "Freight bulletin of the Harbour Port Authority, 2024.", "official"),
+    ("A record summer", "Press release, Fjordline, 4 January 2025. We carried 1.1 million passengers.", "company"),
+    ("Plug-in cars pass 100,000", "Press release, 2 May 2025. The Motor Dealers' Association welcomes the figure.",
+     "industry_body"),
+    ("某市地铁2025年进站量", "某市轨道交通集团统计，2025年日均进站量为120万人次。", "company"),
 ])
 def test_each_kind_from_its_own_words(title, opening, kind):
     assert classify(title, opening)[0] == kind
@@ -56,6 +70,8 @@ def test_the_profile_names_its_rule_and_date_and_labels_in_both_languages():
     assert (p.kind, p.date, p.rule) == ("opinion", "2025", "title says opinion")
     assert p.unverified and p.label() == "opinion or blog, 2025" and p.label("zh") == "观点或博客, 2025"
     assert source_date("Review", "Published 2026-02-14. In 2025 ...") == "2026-02-14"
+    assert source_date("Fleet plan 2022–2026 (submitted 2021)", "We expect 40 buses in 2025.") == "2021"
+    assert source_date("Fleet plan 2022–2026", "We expect 40 buses in 2025.") == "2022"
 
 
 def test_a_year_the_document_looks_ahead_to_is_not_its_date():
