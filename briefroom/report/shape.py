@@ -175,7 +175,7 @@ def heading_of(model_headings: list[str], part: str, question: str, fallback: st
         if (heading.strip() and whole_phrase(heading) and len(heading.split()) <= 12 and words - _GENERIC
                 and words & wanted and not labels_the_report(heading) and grounded_phrase(heading, vocabulary)
                 and heading_key(heading) not in taken):
-            heading = heading.strip()
+            heading = heading.strip().rstrip("?？").rstrip()  # as a part's own words read (`short_heading`)
             return heading[:1].upper() + heading[1:]
     heading = short_heading(part)
     return heading if len(heading.strip()) >= 2 else fallback

@@ -8,9 +8,9 @@ from briefroom.records import Claim, DraftSection, Fact, Passage, ReportDraft, S
 from briefroom.report.document import parse_report
 from briefroom.report.draft import render_markdown
 from briefroom.report.language import LABELS, question_parts, short_heading, whole_phrase
-from briefroom.report.shape import assemble, without_repeats, word_count
+from briefroom.report.shape import assemble, summary_length, without_repeats, word_count
 from briefroom.report.source_kinds import profiles
-from briefroom.report.spec import ReportSpec
+from briefroom.report.spec import SHAPES, ReportSpec
 
 
 @pytest.mark.parametrize(("part", "heading"), [
@@ -536,3 +536,17 @@ def test_another_sources_figure_in_the_prose_says_whose_it_is_and_so_does_the_le
     by_text = {c.text: c.attribution or "" for c in claims}
     assert "Motor Dealers' Association" in by_text[dealers.text]
     assert "Registration Authority" in by_text[f"“{facts[0].text}”"]
+
+
+def test_a_models_heading_asked_as_a_question_reads_as_the_parts_own_words_do():
+    registry = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
+                     source_ids=["REG"])
+    draft = WriterDraft(title="Heat pumps", short_answer=registry, summary=[registry], sections=[
+        DraftSection(heading="How many heat pumps did installers put into service?", claims=[registry], part=1)])
+    assert build(draft).sections[0].heading == "How many heat pumps did installers put into service"
+
+
+def test_the_summary_has_room_for_every_part_the_short_answer_leaves_unless_the_report_is_brief():
+    assert summary_length(SHAPES["standard"], 6) == 5 and summary_length(SHAPES["detailed"], 6) == 5
+    assert summary_length(SHAPES["standard"], 2) == 3  # never shorter than the kind's own length
+    assert summary_length(SHAPES["brief"], 6) == 2
