@@ -45,6 +45,7 @@ from briefroom.events import (
 from briefroom.inspect import COLORS, CallRow, bar_chart, cache_hit_rate, call_rows, sections_present, task_rows
 from briefroom.records import SourceRecord
 from briefroom.report.checks import SOURCES_HEADINGS
+from briefroom.report.language import plural_s
 from briefroom.report.sources import SOURCES_FILE, SourcesFile, load_sources
 from briefroom.runlog import calls_of, totals_by_agent
 
@@ -392,9 +393,10 @@ def render_page(run_dir: Path, events: Sequence[Event]) -> str:
     goal = charter.get("goal") or record.get("question") or run_dir.name
     calls = calls_of(events)
     resumes = sum(isinstance(e, RunResume) for e in events)
+    rounds = max((round_of(e) or 0) for e in events) if events else 0
     facts = [
         f"status <b>{E(str(record.get('status', 'unknown')))}</b>",
-        f"{max((round_of(e) or 0) for e in events) if events else 0} round(s)",
+        f"{rounds} round{plural_s(rounds)}",
         f"{len(calls)} model calls",
         f"{sum(isinstance(e, ToolCall) for e in events)} tool calls",
         f"{sum(isinstance(e, BusMessage) for e in events)} messages",

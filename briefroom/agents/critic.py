@@ -29,7 +29,7 @@ from briefroom.report.checks import (
     restates,
 )
 from briefroom.report.draft import render_markdown
-from briefroom.report.language import LABELS, charter_language, criterion
+from briefroom.report.language import LABELS, charter_language, criterion, plural_s
 from briefroom.report.verify import code_problems
 
 
@@ -239,7 +239,7 @@ def review_report(turn: Turn, message: AgentMessage) -> None:
     footer += f"\n\n{lab['criteria']}\n\n" + "\n".join(f"- {mark} {criterion(text, language)}"
                                                         for text, mark in checks.items())
     if repairs:
-        footer += "\n\n" + lab["repairs"].format(n=len(repairs))
+        footer += "\n\n" + lab["repairs"].format(n=len(repairs), n_s=plural_s(len(repairs)))
     markdown, cited = render_markdown(draft, turn.all_sources(), footer=footer, language=language)
     remaining = markdown_problems(markdown, texts)
     if remaining:  # the repair itself must leave nothing unverifiable behind

@@ -31,7 +31,7 @@ from briefroom.protocol.prompt_assembly import mark_data
 from briefroom.records import MAX_PARTS, Claim, DraftSection, Fact, Report, ReportDraft, SourceRecord, WriterDraft
 from briefroom.report.briefing import PartEvidence, evidence_by_part, evidence_lines, evidence_sources
 from briefroom.report.draft import render_markdown
-from briefroom.report.language import LABELS, charter_language, part_query, question_parts
+from briefroom.report.language import LABELS, charter_language, part_query, plural_s, question_parts
 from briefroom.report.outline import Scorer, answer_scorer, dedupe, documents_by_title, leads
 from briefroom.report.restate import Restatements, quoted_sources, quotes_of, restated
 from briefroom.report.shape import assemble
@@ -310,7 +310,8 @@ def method_note(turn: Turn, sources: dict[str, SourceRecord], cited: list[str], 
     lab = LABELS[language]
     left = [sources[sid].title for sid in sources if sid not in cited]
     left_out = lab["left_out"].format(titles="; ".join(left[:6]) + ("; …" if len(left) > 6 else "")) if left else ""
-    note = lab["method"].format(rounds=turn.round, read=len(sources), cited=len(cited), left_out=left_out)
+    note = lab["method"].format(rounds=turn.round, rounds_s=plural_s(turn.round), read=len(sources),
+                               read_s=plural_s(len(sources)), cited=len(cited), left_out=left_out)
     return note + (lab["side_by_side"] if attributed else "")
 
 
@@ -382,7 +383,7 @@ def step(turn: Turn) -> None:
         draft = WriterDraft(title=lab["no_evidence_title"].format(goal=goal)[:200],
                             short_answer=Claim.model_construct(text=lab["no_evidence"], source_ids=[]),
                             sections=[DraftSection.model_construct(heading=lab["searched"], claims=[
-                                Claim.model_construct(text=lab["rounds"].format(n=turn.round), source_ids=[])])])
+                                Claim.model_construct(text=lab["rounds"].format(n=turn.round, n_s=plural_s(turn.round)), source_ids=[])])])
         turn.note("no accepted conclusions: wrote an explicit no-evidence report")
         report = ReportDraft.model_construct(**dict(draft), key_figures=[])
     else:

@@ -248,6 +248,18 @@ def test_the_method_note_claims_side_by_side_figures_only_when_the_report_shows_
         assert LABELS[language]["side_by_side"] not in without
 
 
+def test_the_method_note_counts_in_words_a_reader_would_write():
+    from types import SimpleNamespace
+
+    from briefroom.agents.writer import method_note
+
+    one = method_note(SimpleNamespace(round=1), {"REG": SOURCES["REG"]}, ["REG"], "en", attributed=False)
+    assert "1 round of search" in one and "1 document read" in one and "(s)" not in one
+    two = method_note(SimpleNamespace(round=2), SOURCES, ["REG"], "en", attributed=False)
+    assert "2 rounds of search" in two and f"{len(SOURCES)} documents read" in two
+    assert "检索 2 轮" in method_note(SimpleNamespace(round=2), SOURCES, ["REG"], "zh", attributed=False)
+
+
 def test_a_heading_about_the_report_gives_way_to_the_parts_words():
     registry = Claim(text="Installers put 1.84 million heat pumps into service across Europe in 2025.",
                      source_ids=["REG"])
