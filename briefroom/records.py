@@ -149,6 +149,9 @@ class ReportDraft(WriterDraft):
     that says what it did not cover, instead of a crash when the draft is logged."""
 
     sections: list[DraftSection] = Field(min_length=1, max_length=MAX_PARTS)
+    # The report's summary may hold a sentence for each part after the short answer's
+    # (`shape.summary_length`), more than the model is asked for.
+    summary: list[Claim] = Field(default_factory=list, max_length=MAX_PARTS - 1)
 
     key_figures: list[Claim] = Field(default_factory=list)
     omitted: SkipJsonSchema[list[str]] = Field(default_factory=list)  # headings of the sections left out

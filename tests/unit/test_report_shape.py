@@ -562,3 +562,10 @@ def test_the_summary_has_room_for_every_part_the_short_answer_leaves_unless_the_
     assert summary_length(SHAPES["standard"], 6) == 5 and summary_length(SHAPES["detailed"], 6) == 5
     assert summary_length(SHAPES["standard"], 2) == 3  # never shorter than the kind's own length
     assert summary_length(SHAPES["brief"], 6) == 2
+    # and the report that holds it is a valid message (the bound of the model's own draft stays 4)
+    five = [Claim(text=f"Sentence {n}.", source_ids=["REG"]) for n in range(summary_length(SHAPES["detailed"], 6))]
+    section = DraftSection(heading="Heat pumps", claims=five[:1], part=1)
+    assert len(ReportDraft.model_validate({"title": "Heat pumps", "short_answer": five[0], "summary": five,
+                                           "sections": [section]}).summary) == 5
+    with pytest.raises(ValueError):
+        WriterDraft.model_validate({"title": "Heat pumps", "short_answer": five[0], "summary": five, "sections": [section]})
