@@ -67,6 +67,16 @@ _PUBLIC_BODY = (r"(?:authority|office|directorate|ministry|bureau|agency|adminis
 _COMPANY = r"(?:company|corporation|plc|inc|ltd|limited|gmbh|ab)"
 
 
+def _title_names(body: str) -> str:
+    """A title that opens with the publisher's name: "Varnholm City Energy Office: …"."""
+    return rf"^[^:\n]{{0,60}}?\b{body}\b[^:\n]{{0,3}}:"
+
+
+def _published_by(body: str) -> tuple[str, str]:
+    """A text that names its publisher: "Published … by X", "bulletin of X"."""
+    return rf"{_PUBLISHED_BY}{_NAME}\b{body}\b", rf"{_OF_BODY}{_NAME}\b{body}\b"
+
+
 # (rule name, kind, where it looks, pattern). "title" looks at the title only; "text" at
 # the title and the opening lines (`OPENING_CHARS`).
 RULES: tuple[tuple[str, SourceKind, Literal["title", "text"], re.Pattern[str]], ...] = (
@@ -91,13 +101,14 @@ RULES: tuple[tuple[str, SourceKind, Literal["title", "text"], re.Pattern[str]], 
     # Who publishes the document, where it says so, decides before a phrase it only
     # mentions: a charging operator's "registered charging accounts" is the operator's
     # figure, a city council's plan is no industry council's.
-    ("title names a public body", "official", "title", re.compile(rf"^[^:\n]{{0,60}}?\b{_PUBLIC_BODY}\b[^:\n]{{0,3}}:", re.I)),
-    ("title names a company", "company", "title", re.compile(rf"^[^:\n]{{0,60}}?\b{_COMPANY}\b[^:\n]{{0,3}}:", re.I)),
-    ("published by a public body", "official", "text", _any(
-        rf"{_PUBLISHED_BY}{_NAME}\b{_PUBLIC_BODY}\b", rf"{_OF_BODY}{_NAME}\b{_PUBLIC_BODY}\b")),
+    ("title names a public body", "official", "title", _any(_title_names(_PUBLIC_BODY))),
+    ("title names a company", "company", "title", _any(_title_names(_COMPANY))),
+    ("published by a public body", "official", "text", _any(*_published_by(_PUBLIC_BODY))),
     ("published by a company", "company", "text", _any(
-        rf"{_PUBLISHED_BY}{_NAME}\b{_COMPANY}\b", rf"{_OF_BODY}{_NAME}\b{_COMPANY}\b",
-        r"(?:^|\n)[ \t]*[A-Z][\w'’ .&-]{1,50},[ \t]+(?:the|a|an)[ \t]+[^,.\n]{0,50}?\b(?:company|operator|maker|manufacturer|"
+        *_published_by(_COMPANY),
+        # "Voltline, the largest public charging operator": a name (capitalised, whatever the
+        # table's case rule) and what it is
+        r"(?:^|\n)[ \t]*(?-i:[A-Z])[\w'’ .&-]{1,50},[ \t]+(?:the|a|an)[ \t]+[^,.\n]{0,50}?\b(?:company|operator|maker|manufacturer|"
         r"carrier|utility|airline|developer|retailer)\b",
         r"(?:^|\n|。)[ \t]*[^\s。，,]{2,20}?(?:集团|公司)(?:发布|消息|统计|公告|表示)")),
     ("statistics office or registry", "official", "text",

@@ -51,6 +51,8 @@ def record(title: str, text: str, sid: str = "S1") -> SourceRecord:
     ("Charging network: customer figures", "Amperline, the largest public charging operator in the country, "
      "had 41,000 registered accounts.", "company"),
     ("Freight on the crossing, 2024", "Freight bulletin of the Harbour Port Authority, 2024.", "official"),
+    # a sentence that opens with a year is no name in apposition
+    ("Ferry traffic 2025", "in 2025, the operator added a second vessel.", "unknown"),
     ("A record summer", "Press release, Fjordline, 4 January 2025. We carried 1.1 million passengers.", "company"),
     ("Plug-in cars pass 100,000", "Press release, 2 May 2025. The Motor Dealers' Association welcomes the figure.",
      "industry_body"),
