@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from briefroom.corpus.documents import load_document
@@ -42,25 +43,33 @@ def profile_file(path: Path) -> SourceProfile:
     return profile(SourceRecord(source_id="S", title=document.title, path=str(path), passages=(passage,)))
 
 
-def score(rows: list[dict[str, str]], scenarios: Path = SCENARIOS) -> dict[str, object]:
-    """Per split: documents, those given an accepted kind, the accuracy, and the misses."""
-    splits: dict[str, dict[str, object]] = {}
+@dataclass
+class SplitScore:
+    documents: int = 0
+    right: int = 0
+    misleading: int = 0
+    misses: list[dict[str, object]] = field(default_factory=list)
+
+    def as_json(self, misses: bool = True) -> dict[str, object]:
+        out: dict[str, object] = {"documents": self.documents, "right": self.right, "misleading": self.misleading,
+                                  "accuracy": round(self.right / self.documents, 3) if self.documents else 0.0}
+        return {**out, "misses": self.misses} if misses else out
+
+
+def score(rows: list[dict[str, str]], scenarios: Path = SCENARIOS) -> dict[str, SplitScore]:
+    """Per split: documents, those given an accepted kind, those given a wrong one, the misses."""
+    splits: dict[str, SplitScore] = {}
     for row in rows:
         given = profile_file(scenarios / row["scenario"] / "corpus" / row["file"])
         accepted = row["kinds"].split("|")
-        split = splits.setdefault(row["split"], {"documents": 0, "right": 0, "misleading": 0, "misses": []})
-        split["documents"] = int(str(split["documents"])) + 1
+        split = splits.setdefault(row["split"], SplitScore())
+        split.documents += 1
         if given.kind in accepted:
-            split["right"] = int(str(split["right"])) + 1
-        else:
-            if given.kind != "unknown":
-                split["misleading"] = int(str(split["misleading"])) + 1
-            misses = split["misses"]
-            assert isinstance(misses, list)
-            misses.append({"document": f"{row['scenario']}/{row['file']}", "given": given.kind,
-                           "rule": given.rule, "accepted": accepted})
-    for split in splits.values():
-        split["accuracy"] = round(int(str(split["right"])) / int(str(split["documents"])), 3)
+            split.right += 1
+            continue
+        split.misleading += given.kind != "unknown"
+        split.misses.append({"document": f"{row['scenario']}/{row['file']}", "given": given.kind,
+                             "rule": given.rule, "accepted": accepted})
     return splits
 
 
@@ -69,10 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labels", type=Path, default=LABELS)
     parser.add_argument("--misses", action="store_true", help="list each document given a kind not accepted")
     args = parser.parse_args(argv)
-    result = score(read_labels(args.labels))
-    if not args.misses:
-        for split in result.values():
-            split.pop("misses")
+    result = {name: split.as_json(args.misses) for name, split in score(read_labels(args.labels)).items()}
     print(json.dumps(result, ensure_ascii=False, indent=2))
     return 0
 
