@@ -55,14 +55,20 @@ test-fast: install
 
 # Re-record every shipped scenario with the embedded model (after a prompt change);
 # the answer keys in scenario.yaml are kept. One: make record-scenarios SCENARIOS=scenarios/zh-rail-ridership
+# Another model's recordings, kept beside the scenario's own in recordings/TAG:
+#   make record-scenarios MODEL=path/to/model.gguf TAG=qwen2.5-coder-1.5b SCENARIOS=scenarios/port-forecast-vs-actual
 SCENARIOS ?= $(sort $(dir $(wildcard scenarios/*/scenario.yaml)))
+MODEL ?=
+TAG ?=
 record-scenarios: install
+	@test -z "$(TAG)" -o -n "$(MODEL)" || { echo "TAG=$(TAG) needs MODEL=the model that records it"; exit 2; }
 	set -e; for s in $(SCENARIOS); do \
-		s=$${s%/}; echo "recording $$s"; \
-		rm -f $$s/cassette.jsonl $$s/report.md $$s/token_counts.json; \
+		s=$${s%/}; dest=$$s$(if $(TAG),/recordings/$(TAG)); echo "recording $$dest"; \
+		rm -f $$dest/cassette.jsonl $$dest/report.md $$dest/token_counts.json; \
 		$(BIN)/briefroom research "$$($(BIN)/python -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["question"])' $$s/scenario.yaml)" \
 			--corpus $$s/corpus --rounds "$$($(BIN)/python -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["rounds"])' $$s/scenario.yaml)" \
-			--out /tmp/briefroom-record-$$$$-$$(basename $$s) --record $$s --data-dir .briefroom-data \
+			$(if $(MODEL),--model "$(MODEL)") \
+			--out /tmp/briefroom-record-$$$$-$$(basename $$s) --record $$dest --data-dir .briefroom-data \
 			--no-memory --quiet > /dev/null; \
 	done
 

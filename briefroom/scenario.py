@@ -3,17 +3,24 @@
 `scenarios/<name>/scenario.yaml` + `corpus/` + `cassette.jsonl` + `report.md` (the
 report the recorded run produced). Replaying feeds the recorded responses back; the
 run must send the same prompts and produce the same report.
+
+A scenario may also keep recordings of other models, one folder each:
+`scenarios/<name>/recordings/<tag>/` with `recording.yaml` (how that model ran:
+`RecordingSettings`), `cassette.jsonl` and `report.md`. It replays the scenario's
+question over the scenario's corpus and is scored by its answer key, so a figure
+measured with a larger model can be checked by anyone, offline (`Recorded`).
 """
 
 from __future__ import annotations
 
 import difflib
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from briefroom.config import Settings
 from briefroom.errors import ConfigError
@@ -21,6 +28,8 @@ from briefroom.models.cassette import Cassette
 from briefroom.records import Charter
 
 SCENARIO_FILE = "scenario.yaml"
+RECORDINGS_DIR = "recordings"
+RECORDING_FILE = "recording.yaml"
 
 
 # A long question stays on one line of scenario.yaml (a folded one lost its end to a
@@ -129,9 +138,90 @@ class Scenario(BaseModel):
         return [directory / d for d in self.roles_dirs]
 
 
+class RecordingSettings(BaseModel):
+    """What a recording of a scenario by another model says about how that model ran:
+    the scenario's own fields of the same names, for this recording."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    recorded_with: str
+    handles: dict[str, RecordedHandle] = Field(default_factory=dict)
+    context: str = "layered"
+    parallel: int = Field(default=1, ge=1)
+    rounds: int = Field(default=2, ge=1)
+    max_revisions: int = Field(default=1, ge=0)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One recording of a scenario, ready to replay: the scenario as that recording ran
+    it, the scenario's folder (corpus, roles) and the folder holding the recording
+    (cassette, report, token counts, review answers): the same folder for the
+    scenario's own recording, `recordings/<tag>/` for another model's."""
+
+    scenario: Scenario
+    folder: Path
+    recording: Path
+
+    @property
+    def tag(self) -> str | None:
+        return None if self.recording == self.folder else self.recording.name
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name if self.tag is None else f"{self.scenario.name}@{self.tag}"
+
+
+def parent_scenario(directory: Path) -> Path | None:
+    """The scenario folder `directory` is a recording folder of (`<scenario>/recordings/<tag>`), if it is one."""
+    if directory.parent.name == RECORDINGS_DIR and (directory.parent.parent / SCENARIO_FILE).is_file():
+        return directory.parent.parent
+    return None
+
+
+def load_recorded(directory: Path) -> Recorded:
+    """A scenario folder as its own recording replays, or a `recordings/<tag>/` folder as
+    that model's recording of its scenario replays."""
+    folder = parent_scenario(directory)
+    if folder is None:
+        return Recorded(Scenario.load(directory), directory, directory)
+    path = directory / RECORDING_FILE
+    if not path.is_file():
+        raise ConfigError(f"not a recording folder (no {RECORDING_FILE}): {directory}")
+    try:
+        fields = RecordingSettings.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (yaml.YAMLError, ValidationError) as exc:
+        raise ConfigError(f"{path}: not a recording's settings ({str(exc).splitlines()[0]})") from exc
+    own = {name: getattr(fields, name) for name in RecordingSettings.model_fields}  # typed, not dumped to dicts
+    return Recorded(Scenario.load(folder).model_copy(update=own), folder, directory)
+
+
+def recording_of(folder: Path, tag: str | None) -> Path:
+    """Where the recording `tag` of the scenario in `folder` lives (None: its own)."""
+    return folder if tag is None else folder / RECORDINGS_DIR / tag
+
+
+def check_record_target(directory: Path, question: str, corpus: list[Path]) -> None:
+    """Before a recording run: a recording folder of a scenario records that scenario's
+    question over its corpus (document paths are part of the prompts), or its replay
+    would answer another question."""
+    folder = parent_scenario(directory)
+    if folder is None:
+        return
+    scenario = Scenario.load(folder)
+    if " ".join(question.split()) != " ".join(scenario.question.split()):
+        raise ConfigError(f"{directory} records {folder.name}: ask its question ({scenario.question!r})")
+    if [p.resolve() for p in corpus] != [scenario.corpus_dir(folder).resolve()]:
+        raise ConfigError(f"{directory} records {folder.name}: give --corpus {scenario.corpus_dir(folder)}")
+
+
 def write_scenario(directory: Path, request, settings: Settings, charter: Charter, cassette: Cassette,
                    report: str, label: str, handles: dict[str, RecordedHandle]) -> None:
-    """Save a live run as a scenario (corpus copied, cassette and report written)."""
+    """Save a live run as a scenario (corpus copied, cassette and report written), or,
+    into a scenario's `recordings/<tag>/`, as that model's recording of it."""
+    if parent_scenario(directory) is not None:
+        _write_recording(directory, settings, charter, cassette, report, label, handles)
+        return
     directory.mkdir(parents=True, exist_ok=True)
     sources = [Path(p).resolve() for p in request.corpus]
     if len(sources) != 1:
@@ -162,6 +252,18 @@ def write_scenario(directory: Path, request, settings: Settings, charter: Charte
                         parallel=settings.parallel)
     (directory / SCENARIO_FILE).write_text(yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False,
                                                           allow_unicode=True, width=QUESTION_WIDTH), encoding="utf-8")
+    cassette.save(directory)
+    (directory / "report.md").write_text(report, encoding="utf-8")
+
+
+def _write_recording(directory: Path, settings: Settings, charter: Charter, cassette: Cassette, report: str,
+                     label: str, handles: dict[str, RecordedHandle]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    fields = RecordingSettings(recorded_with=label, handles=handles, context=settings.context,
+                               parallel=settings.parallel, rounds=charter.max_rounds,
+                               max_revisions=charter.max_revisions)
+    (directory / RECORDING_FILE).write_text(yaml.safe_dump(fields.model_dump(mode="json"), sort_keys=False,
+                                                           allow_unicode=True), encoding="utf-8")
     cassette.save(directory)
     (directory / "report.md").write_text(report, encoding="utf-8")
 

@@ -59,7 +59,8 @@ def bench_context(
 
 
 def replay(
-    scenario_dir: Annotated[Path, typer.Argument(help="a scenario folder (scenario.yaml, corpus/, cassette.jsonl)")],
+    scenario_dir: Annotated[Path, typer.Argument(help="a scenario folder (scenario.yaml, corpus/, cassette.jsonl), "
+                                                 "or one of its recordings/TAG folders")],
     check: Annotated[bool, typer.Option("--check", help="exit 1 unless the recorded report is reproduced")] = False,
     out: Annotated[Optional[Path], typer.Option(help="run directory for the replay")] = None,
     until_round: Annotated[Optional[int], typer.Option("--until-round", min=1, help="replay rounds 1..K from the "
@@ -116,6 +117,8 @@ def eval_(
                                         "each metric's mean, stdev and range over the repeats")] = 1,
     split: Annotated[str, typer.Option(help="dev (tuned on), test (held out) or all (both, reported "
                                        "apart)")] = "all",
+    recording: Annotated[Optional[str], typer.Option(help="replay each scenario's recording by another model "
+                                                     "(scenarios/NAME/recordings/TAG) instead of its own")] = None,
     score: Annotated[Optional[Path], typer.Option("--score", help="score this Markdown report (a peer's, say) "
                                                   "against the one scenario given, instead of running")] = None,
     out: Annotated[Optional[Path], typer.Option(help="folder for the run directories (default: a temp folder)")] = None,
@@ -148,13 +151,15 @@ def eval_(
     for c in contexts:
         if c not in ("layered", "naive"):
             raise _fail(f"--context must be layered or naive, not {c!r}", 2)
+    if recording is not None and model is not None:
+        raise _fail("--recording replays a recorded model, --model runs one live: give one of them", 2)
     if model is None and (context or base_url):
         raise _fail("--context and --base-url go with --model: without a model, scenarios replay their recordings", 2)
     settings = _settings(data_dir=data_dir, **({"base_url": base_url} if base_url else {}))
     try:
-        skipped = [] if model is not None else unrecorded(discover(scenarios, chosen))
+        skipped = [] if model is not None else unrecorded(discover(scenarios, chosen), recording)
         results = run_suite(scenarios, contexts=contexts, repeat=repeat, model=model, settings=settings, out_root=out,
-                            split=chosen,
+                            split=chosen, recording=recording,
                             progress=None if quiet or as_json else (lambda s: err.print(f"[dim]{s}[/]", markup=True)))
     except BriefroomError as exc:
         raise _fail(str(exc)) from None

@@ -49,7 +49,8 @@ def research(
     role_model: Annotated[list[str], typer.Option("--role-model", help="per-role model, ROLE=MODEL")] = [],
     rounds: Annotated[int, typer.Option(min=1, max=20, help="maximum rounds")] = 3,
     out: Annotated[Optional[Path], typer.Option(help="run directory (default runs/<time>-<slug>)")] = None,
-    record: Annotated[Optional[Path], typer.Option(help="also save this run as a replayable scenario")] = None,
+    record: Annotated[Optional[Path], typer.Option(help="also save this run as a replayable scenario (into a "
+                                                "scenario's recordings/TAG: as that model's recording of it)")] = None,
     force: Annotated[bool, typer.Option("--force", help="with --record: replace a scenario's recording")] = False,
     roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="folder of extra role files")] = [],
     structured: Annotated[Optional[str], typer.Option(help="auto|json_schema|json_object|json_object_schema")] = None,
@@ -120,6 +121,13 @@ def research(
     exports = _export_formats(formats)  # a misspelt format fails before the run, not after it
     if out is not None and out.exists() and not out.is_dir():
         raise _fail(f"--out {out} is a file; give a folder for the run", 2)
+    if record is not None:
+        from briefroom.scenario import check_record_target
+
+        try:  # a recording of a shipped scenario asks its question over its corpus
+            check_record_target(record, question, list(corpus))
+        except BriefroomError as exc:
+            raise _fail(str(exc), 2) from None
     if record is not None and not force:
         recorded = [name for name in ("cassette.jsonl", "report.md") if (record / name).exists()]
         if recorded:  # before any work: a recording is not replaced by accident

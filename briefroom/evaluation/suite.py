@@ -20,9 +20,10 @@ from briefroom.config import Settings
 from briefroom.errors import ConfigError
 from briefroom.evaluation.metrics import ReportScore
 from briefroom.evaluation.scoring import score_markdown
+from briefroom.models.cassette import CASSETTE_FILE
 from briefroom.report.sources import load_sources
 from briefroom.runlog import AgentTotals, calls_of, load_events, totals_by_agent
-from briefroom.scenario import SCENARIO_FILE, Scenario
+from briefroom.scenario import SCENARIO_FILE, Scenario, load_recorded, recording_of
 
 REPLAY = "replay"
 SplitChoice = Literal["dev", "test", "all"]
@@ -86,27 +87,33 @@ def discover(paths: list[Path], split: SplitChoice = "all") -> list[tuple[Path, 
     return found
 
 
-def unrecorded(cases: list[tuple[Path, Scenario]]) -> list[str]:
-    """Scenarios with no cassette to replay: they can only run live (--model)."""
-    return [s.name for f, s in cases if not (f / "cassette.jsonl").is_file()]
+def unrecorded(cases: list[tuple[Path, Scenario]], recording: str | None = None) -> list[str]:
+    """Scenarios with no cassette to replay (of the model `recording` names, if given):
+    they can only run live (--model)."""
+    return [s.name for f, s in cases if not (recording_of(f, recording) / CASSETTE_FILE).is_file()]
 
 
 def run_case(folder: Path, scenario: Scenario, *, context: str, repeat: int, model: str | None,
-             settings: Settings, out_root: Path) -> CaseResult:
-    """One run of one scenario, scored. A run that fails is a result too (scored as nothing)."""
+             settings: Settings, out_root: Path, recording: str | None = None) -> CaseResult:
+    """One run of one scenario, scored: live with `model`, else a replay of its own
+    recording or of the one `recording` names. A run that fails is a result too
+    (scored as nothing)."""
     from briefroom.errors import BriefroomError
     from briefroom.models.cassette import Cassette
     from briefroom.run import ResearchRequest, run_research
 
     run_dir = out_root / f"{scenario.name}-{context}-{repeat}"
     replaying = model is None
+    recorded = load_recorded(recording_of(folder, recording)) if replaying else None
+    if recorded is not None:
+        scenario = recorded.scenario
     request = ResearchRequest(question=scenario.question, corpus=[scenario.corpus_dir(folder)], out=run_dir,
                               constraints=scenario.constraints, acceptance_criteria=scenario.acceptance_criteria,
                               roles_dirs=scenario.role_dirs(folder))
-    if replaying:
-        request.cassette = Cassette.load(folder)
+    if recorded is not None:
+        request.cassette = Cassette.load(recorded.recording)
         request.replay_handles = scenario.handles
-        request.scenario = folder.resolve()
+        request.scenario = recorded.recording.resolve()
     run_settings = settings.model_copy(update={"rounds": scenario.rounds, "max_revisions": scenario.max_revisions,
                                                "context": context, "memory": False,
                                                **({} if replaying else {"model": model})})
@@ -139,22 +146,27 @@ def score_case(folder: Path, scenario: Scenario, run_dir: Path) -> ReportScore:
 
 def run_suite(paths: list[Path], *, contexts: list[str], repeat: int, model: str | None, settings: Settings,
               out_root: Path | None = None, progress: Callable[[str], None] | None = None,
-              split: SplitChoice = "all") -> list[CaseResult]:
-    """Every case's result. Replaying (no model), scenarios without a recording are left
-    out; when none has one, that is an error naming them."""
+              split: SplitChoice = "all", recording: str | None = None) -> list[CaseResult]:
+    """Every case's result. Replaying (no model), scenarios without a recording (of the
+    model `recording` names, if given) are left out; when none has one, that is an error
+    naming them."""
+    if recording is not None and model is not None:
+        raise ConfigError("a recording is replayed, a model runs live: give --recording or --model, not both")
     cases = discover(paths, split)
     if model is None:
-        missing = unrecorded(cases)
+        missing = unrecorded(cases, recording)
         if len(missing) == len(cases):
-            raise ConfigError(f"no recording to replay for {', '.join(missing)}: give --model to run it live")
+            of = f" by {recording}" if recording else ""
+            raise ConfigError(f"no recording{of} to replay for {', '.join(missing)}: give --model to run it live")
         cases = [(f, s) for f, s in cases if s.name not in missing]
     out_root = out_root or Path(tempfile.mkdtemp(prefix="briefroom-eval-"))
     results = []
     for folder, scenario in cases:
-        for context in ([scenario.context] if model is None else contexts):
+        replayed = [load_recorded(recording_of(folder, recording)).scenario.context] if model is None else contexts
+        for context in replayed:
             for n in range(1, repeat + 1):
                 if progress:
                     progress(f"{scenario.name} · {context} · {n}/{repeat}")
                 results.append(run_case(folder, scenario, context=context, repeat=n, model=model,
-                                        settings=settings, out_root=out_root))
+                                        settings=settings, out_root=out_root, recording=recording))
     return results

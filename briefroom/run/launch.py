@@ -89,9 +89,9 @@ def resumed_run(run_dir: Path, overrides: dict[str, Any] | None = None, *, live:
         record.scenario = None  # from here on a live model answers; run.json says so
         scenario = None
     if scenario is not None:
-        from briefroom.scenario import Scenario
+        from briefroom.scenario import load_recorded
 
-        cassette, replay_handles = Cassette.load(scenario), Scenario.load(scenario).handles
+        cassette, replay_handles = Cassette.load(scenario), load_recorded(scenario).scenario.handles
     request = ResearchRequest(question=record.question, corpus=[Path(p) for p in record.corpus], out=run_dir,
                               constraints=list(record.constraints),
                               acceptance_criteria=list(record.acceptance_criteria),
