@@ -32,6 +32,16 @@ class KeyFact:
 
 
 @dataclass
+class OwnLine:
+    """A cited sentence in the model's own words: its text, the sources it cites, and
+    whether its numbers and content words stand in them (`supported`)."""
+
+    text: str
+    sources: list[str]
+    supported: bool
+
+
+@dataclass
 class ReportScore:
     recall: float                      # share of answer-key facts the body states
     found: list[str]                   # names of those facts
@@ -54,6 +64,9 @@ class ReportScore:
     # is the team's prose.
     own_sentences: int = 0
     own_supported: int = 0
+    # Those sentences as the report gives them, without their citation marks, each with
+    # the checks' verdict: what a person reads for a hand check (bench/own_sentences.py).
+    own_lines: list[OwnLine] = field(default_factory=list)
 
     @property
     def support(self) -> float:
@@ -95,7 +108,7 @@ def score_report(markdown: str, *, question: str, language: str, answer_key: lis
     return ReportScore(recall=recall, found=found, missed=missed,
                        coverage=_coverage(answer_key, found, parts, unanswerable, said_unanswered),
                        cited_sentences=lines.cited, supported_sentences=lines.supported,
-                       own_sentences=lines.own, own_supported=lines.own_supported,
+                       own_sentences=lines.own, own_supported=lines.own_supported, own_lines=lines.own_lines,
                        unsupported_numbers=lines.unsupported, unretrieved_citations=lines.unretrieved,
                        trap_hits=[t for t in must_not if states(body, [t])],
                        language_ok=_language_ok(body, language),
@@ -124,6 +137,7 @@ class _LineCounts:
     supported: int = 0
     own: int = 0  # cited lines that are neither a quote (“…”) nor a copy of a cited source's sentence
     own_supported: int = 0
+    own_lines: list[OwnLine] = field(default_factory=list)
     unretrieved: int = 0
     unsupported: list[str] = field(default_factory=list)
 
@@ -165,6 +179,7 @@ def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dic
         if own_words(text, [flat_sources[s] for s in ids], [c for s in ids for c in copyable[s]]):
             counts.own += 1
             counts.own_supported += supported
+            counts.own_lines.append(OwnLine(text, ids, supported))
 
 
 # A source sentence at least this long (words; CJK characters / 2) found whole inside a
