@@ -128,9 +128,25 @@ def _passages_for(claim: Claim, texts: dict[str, str]) -> str:
 def support_judge(turn: Turn, texts: dict[str, str]) -> Judge:
     """The team's model judging sentences against the passages they cite: one structured
     call per check (`SupportReview`, `writer_support.md`), its size bounded by
-    `verify.MAX_JUDGED` sentences and `PASSAGE_SENTENCES` per cited source."""
+    `verify.MAX_JUDGED` sentences and `PASSAGE_SENTENCES` per cited source. A call that
+    does not fit the Writer's budget is split in two, down to one sentence; a sentence
+    whose check alone does not fit keeps code's checks only (logged): a six-part
+    question's sixteen sentences with their passages outgrew SmolLM2's budget and ended
+    the run."""
 
     def judge(claims: list[Claim]) -> dict[int, str]:
+        try:
+            return judged(claims)
+        except MustKeepOverBudget as exc:
+            if len(claims) == 1:
+                turn.ctx.log.write(Fallback(agent=turn.worker, round=turn.round,
+                                            reason=f"a sentence not judged, code's checks stand: {str(exc)[:200]}"))
+                return {}
+            half = len(claims) // 2
+            first, later = judge(claims[:half]), judge(claims[half:])  # in the sentences' order
+            return {**first, **{half + n: why for n, why in later.items()}}
+
+    def judged(claims: list[Claim]) -> dict[int, str]:
         ids = [f"s{n}" for n in range(1, len(claims) + 1)]
         shown = "\n\n".join(f"{i}: {c.text}\n{_passages_for(c, texts)}" for i, c in zip(ids, claims))
         task = render(load_template("writer_support.md"), sentences=mark_data("sentences", shown))
