@@ -72,6 +72,14 @@ def _title_names(body: str) -> str:
     return rf"^[^:\n]{{0,60}}?\b{body}\b[^:\n]{{0,3}}:"
 
 
+def _title_owns(body: str) -> str:
+    """A title that names the publisher before its own document: "Kestrel Bus Company
+    business plan 2022–2026", "Varnholm City Council's climate plan"; a headline that
+    only starts with a name ("Kestrel Bus Company carries fewer people") does not."""
+    return (rf"^[^:\n]{{0,60}}?\b{body}(?:['’]s)?[ \t]+(?:business |strategic |annual |investment |climate |"
+            rf"transport |development |master )?(?:plan|report|strategy|accounts|review|prospectus)\b")
+
+
 def _published_by(body: str) -> tuple[str, str]:
     """A text that names its publisher: "Published … by X", "bulletin of X"."""
     return rf"{_PUBLISHED_BY}{_NAME}\b{body}\b", rf"{_OF_BODY}{_NAME}\b{body}\b"
@@ -101,8 +109,8 @@ RULES: tuple[tuple[str, SourceKind, Literal["title", "text"], re.Pattern[str]], 
     # Who publishes the document, where it says so, decides before a phrase it only
     # mentions: a charging operator's "registered charging accounts" is the operator's
     # figure, a city council's plan is no industry council's.
-    ("title names a public body", "official", "title", _any(_title_names(_PUBLIC_BODY))),
-    ("title names a company", "company", "title", _any(_title_names(_COMPANY))),
+    ("title names a public body", "official", "title", _any(_title_names(_PUBLIC_BODY), _title_owns(_PUBLIC_BODY))),
+    ("title names a company", "company", "title", _any(_title_names(_COMPANY), _title_owns(_COMPANY))),
     ("published by a public body", "official", "text", _any(*_published_by(_PUBLIC_BODY))),
     ("published by a company", "company", "text", _any(
         *_published_by(_COMPANY),

@@ -56,6 +56,10 @@ def record(title: str, text: str, sid: str = "S1") -> SourceRecord:
     ("A record summer", "Press release, Fjordline, 4 January 2025. We carried 1.1 million passengers.", "company"),
     ("Plug-in cars pass 100,000", "Press release, 2 May 2025. The Motor Dealers' Association welcomes the figure.",
      "industry_body"),
+    # a title that names its publisher before the document it is; a headline that starts with a name does not
+    ("Northfield Bus Company business plan 2023–2027", "We expect to carry 40 million passengers.", "company"),
+    ("Harbour City Council's climate plan", "We expect emissions to halve.", "official"),
+    ("Northfield Bus Company carries fewer people than it says", "Buses ran half empty.", "unknown"),
     ("某市地铁2025年进站量", "某市轨道交通集团统计，2025年日均进站量为120万人次。", "company"),
 ])
 def test_each_kind_from_its_own_words(title, opening, kind):
