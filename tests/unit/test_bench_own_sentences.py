@@ -47,3 +47,16 @@ def test_a_verdict_that_is_neither_word_is_refused(tmp_path):
     bad.write_text("recording\tscenario\tsentence\tverdict\tnote\ndefault\tx\tA.\tmostly\t\n", encoding="utf-8")
     with pytest.raises(ValueError, match="verdict must be one of"):
         read_checks(bad)
+
+
+def test_every_shipped_verdict_reads_a_sentence_its_report_still_has():
+    # a re-recording that rewrote a report leaves its old verdicts behind: they would count
+    # a hand check of sentences no report holds any more
+    from bench.own_sentences import CHECKS, DEFAULT
+    from briefroom.scenario import recording_of
+
+    checks = read_checks(CHECKS)
+    assert checks
+    for (recording, scenario, sentence), _ in checks.items():
+        folder = recording_of(SCENARIOS / scenario, None if recording == DEFAULT else recording)
+        assert sentence in (folder / "report.md").read_text(encoding="utf-8"), (recording, scenario, sentence)
