@@ -163,14 +163,6 @@ class Recorded:
     folder: Path
     recording: Path
 
-    @property
-    def tag(self) -> str | None:
-        return None if self.recording == self.folder else self.recording.name
-
-    @property
-    def name(self) -> str:
-        return self.scenario.name if self.tag is None else f"{self.scenario.name}@{self.tag}"
-
 
 def parent_scenario(directory: Path) -> Path | None:
     """The scenario folder `directory` is a recording folder of (`<scenario>/recordings/<tag>`), if it is one."""
