@@ -91,11 +91,12 @@ def test_bad_recording_input_is_one_line(suite, tmp_path, data_dir):
     assert "Traceback" not in replayed.output
 
 
-def test_the_larger_models_recordings_are_shipped_in_both_languages_of_the_test_split():
-    of_larger = [p.parents[1] for p in SHIPPED if p.name == LARGER]
-    assert of_larger, f"no scenarios/*/recordings/{LARGER}: its figures could not be checked"
-    specs = [yaml.safe_load((folder / "scenario.yaml").read_text(encoding="utf-8")) for folder in of_larger]
-    assert {s.get("language", "en") for s in specs if s["split"] == "test"} == {"en", "zh"}
+def test_every_test_scenario_carries_the_larger_models_recording():
+    # the README and BENCHMARKS.md give its test-split figures as these recordings' replays
+    of_larger = {p.parents[1].name for p in SHIPPED if p.name == LARGER}
+    tests = {p.name for p in SCENARIOS.iterdir() if (p / "scenario.yaml").is_file()
+             and yaml.safe_load((p / "scenario.yaml").read_text(encoding="utf-8"))["split"] == "test"}
+    assert tests and tests <= of_larger, f"no recordings/{LARGER} in: {sorted(tests - of_larger)}"
 
 
 @pytest.mark.parametrize("recording", SHIPPED, ids=[f"{p.parents[1].name}@{p.name}" for p in SHIPPED])
