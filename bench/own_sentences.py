@@ -20,21 +20,19 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from briefroom.evaluation.metrics import OwnLine
 from briefroom.evaluation.scoring import corpus_documents, score_markdown
-from briefroom.evaluation.suite import discover
-from briefroom.protocol.extraction import sentences
+from briefroom.evaluation.suite import SplitChoice, discover
+from briefroom.protocol.extraction import content_words, sentences
 from briefroom.scenario import load_recorded, recording_of
 
 CHECKS = Path(__file__).with_name("data") / "own_sentences.tsv"
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 VERDICTS = ("supported", "unsupported")
 DEFAULT = "default"  # the recording column's name for a scenario's own recording
-_WORD = re.compile(r"\w+")
 
 
 def read_checks(path: Path = CHECKS) -> dict[tuple[str, str, str], str]:
@@ -69,28 +67,30 @@ class SplitCount:
 
 
 def closest(line: OwnLine, texts: dict[str, str], n: int = 2) -> list[str]:
-    """The sentences of the cited sources that share the most words with the line."""
-    words = {w.lower() for w in _WORD.findall(line.text)}
+    """The sentences of the cited sources that share the most content words with the line
+    (`content_words`: Chinese by character pairs)."""
+    words = content_words(line.text)
     candidates = [s for sid in line.sources for s in sentences(texts.get(sid, ""))]
-    ranked = sorted(candidates, key=lambda s: -len(words & {w.lower() for w in _WORD.findall(s)}))
-    return ranked[:n]
+    return sorted(candidates, key=lambda s: -len(words & content_words(s)))[:n]
 
 
-def count(recording: str | None, split: str = "all", scenarios: Path = SCENARIOS,
+def count(recording: str | None, split: SplitChoice = "all", scenarios: Path = SCENARIOS,
           checks: dict[tuple[str, str, str], str] | None = None) -> dict[str, SplitCount]:
     checks = read_checks() if checks is None else checks
     tag = recording or DEFAULT
     out: dict[str, SplitCount] = {}
-    for folder, scenario in discover([scenarios], "all" if split == "all" else "dev" if split == "dev" else "test"):
+    for folder, scenario in discover([scenarios], split):
         where = recording_of(folder, recording)
         if not (where / "report.md").is_file():
             continue
         recorded = load_recorded(where)
-        score = score_markdown((where / "report.md").read_text(encoding="utf-8"), folder, recorded.scenario)
+        documents = corpus_documents(folder, recorded.scenario)
+        score = score_markdown((where / "report.md").read_text(encoding="utf-8"), folder, recorded.scenario,
+                               documents=documents)
         counts = out.setdefault(scenario.split, SplitCount())
         counts.reports += 1
         counts.cited += score.cited_sentences
-        texts = {d.source_id: d.text for d in corpus_documents(folder, recorded.scenario)}
+        texts = {d.source_id: d.text for d in documents}
         for line in {ln.text: ln for ln in score.own_lines}.values():  # once per report
             counts.own += 1
             counts.own_supported_by_code += line.supported
@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=("dev", "test", "all"), default="all")
     parser.add_argument("--unchecked", action="store_true", help="list each own sentence without a verdict")
     args = parser.parse_args(argv)
-    result = {name: c.as_json(args.unchecked) for name, c in sorted(count(args.recording, args.split).items())}
+    split: SplitChoice = args.split
+    result = {name: c.as_json(args.unchecked) for name, c in sorted(count(args.recording, split).items())}
     print(json.dumps(result, ensure_ascii=False, indent=2))
     return 0
 

@@ -108,7 +108,8 @@ def score_report(markdown: str, *, question: str, language: str, answer_key: lis
     return ReportScore(recall=recall, found=found, missed=missed,
                        coverage=_coverage(answer_key, found, parts, unanswerable, said_unanswered),
                        cited_sentences=lines.cited, supported_sentences=lines.supported,
-                       own_sentences=lines.own, own_supported=lines.own_supported, own_lines=lines.own_lines,
+                       own_sentences=len(lines.own_lines),
+                       own_supported=sum(line.supported for line in lines.own_lines), own_lines=lines.own_lines,
                        unsupported_numbers=lines.unsupported, unretrieved_citations=lines.unretrieved,
                        trap_hits=[t for t in must_not if states(body, [t])],
                        language_ok=_language_ok(body, language),
@@ -135,9 +136,7 @@ class _LineCounts:
 
     cited: int = 0
     supported: int = 0
-    own: int = 0  # cited lines that are neither a quote (“…”) nor a copy of a cited source's sentence
-    own_supported: int = 0
-    own_lines: list[OwnLine] = field(default_factory=list)
+    own_lines: list[OwnLine] = field(default_factory=list)  # neither a quote (“…”) nor a copy of a source's sentence
     unretrieved: int = 0
     unsupported: list[str] = field(default_factory=list)
 
@@ -177,8 +176,6 @@ def _check_line(line: str, text: str, mapping: dict[str, str], source_texts: dic
         counts.supported += supported
         flat_sources, copyable = flat  # each source folded, and its sentences a line may hold whole
         if own_words(text, [flat_sources[s] for s in ids], [c for s in ids for c in copyable[s]]):
-            counts.own += 1
-            counts.own_supported += supported
             counts.own_lines.append(OwnLine(text, ids, supported))
 
 

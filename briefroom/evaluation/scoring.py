@@ -65,10 +65,12 @@ def with_briefroom_sources(markdown: str, documents: list[Document]) -> str:
     return "\n".join(body).rstrip() + f"\n\n{SOURCES_HEADING}\n\n" + "\n".join(lines) + "\n"
 
 
-def score_markdown(markdown: str, folder: Path, scenario: Scenario, retrieved: set[str] | None = None) -> ReportScore:
+def score_markdown(markdown: str, folder: Path, scenario: Scenario, retrieved: set[str] | None = None,
+                   documents: list[Document] | None = None) -> ReportScore:
     """`retrieved`: the source ids the run retrieved; None (a peer's run, whose retrieval
-    briefroom cannot see) counts every corpus document as retrieved."""
-    documents = corpus_documents(folder, scenario)
+    briefroom cannot see) counts every corpus document as retrieved. `documents`: the
+    corpus, when the caller has read it already."""
+    documents = corpus_documents(folder, scenario) if documents is None else documents
     texts = {d.source_id: d.text for d in documents}
     return score_report(with_briefroom_sources(markdown, documents), question=scenario.question,
                         language=scenario.language,

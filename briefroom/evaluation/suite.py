@@ -23,7 +23,7 @@ from briefroom.evaluation.scoring import score_markdown
 from briefroom.models.cassette import CASSETTE_FILE
 from briefroom.report.sources import load_sources
 from briefroom.runlog import AgentTotals, calls_of, load_events, totals_by_agent
-from briefroom.scenario import SCENARIO_FILE, Scenario, load_recorded, recording_of
+from briefroom.scenario import SCENARIO_FILE, Recorded, Scenario, load_recorded, recording_of
 
 REPLAY = "replay"
 SplitChoice = Literal["dev", "test", "all"]
@@ -94,17 +94,18 @@ def unrecorded(cases: list[tuple[Path, Scenario]], recording: str | None = None)
 
 
 def run_case(folder: Path, scenario: Scenario, *, context: str, repeat: int, model: str | None,
-             settings: Settings, out_root: Path, recording: str | None = None) -> CaseResult:
-    """One run of one scenario, scored: live with `model`, else a replay of its own
-    recording or of the one `recording` names. A run that fails is a result too
-    (scored as nothing)."""
+             settings: Settings, out_root: Path, recorded: Recorded | None = None) -> CaseResult:
+    """One run of one scenario, scored: live with `model`, else a replay of `recorded`
+    (its own recording, or another model's). A run that fails is a result too (scored as
+    nothing)."""
     from briefroom.errors import BriefroomError
     from briefroom.models.cassette import Cassette
     from briefroom.run import ResearchRequest, run_research
 
     run_dir = out_root / f"{scenario.name}-{context}-{repeat}"
     replaying = model is None
-    recorded = load_recorded(recording_of(folder, recording)) if replaying else None
+    if replaying and recorded is None:
+        recorded = load_recorded(folder)
     if recorded is not None:
         scenario = recorded.scenario
     request = ResearchRequest(question=scenario.question, corpus=[scenario.corpus_dir(folder)], out=run_dir,
@@ -162,11 +163,11 @@ def run_suite(paths: list[Path], *, contexts: list[str], repeat: int, model: str
     out_root = out_root or Path(tempfile.mkdtemp(prefix="briefroom-eval-"))
     results = []
     for folder, scenario in cases:
-        replayed = [load_recorded(recording_of(folder, recording)).scenario.context] if model is None else contexts
-        for context in replayed:
+        recorded = load_recorded(recording_of(folder, recording)) if model is None else None
+        for context in [recorded.scenario.context] if recorded is not None else contexts:
             for n in range(1, repeat + 1):
                 if progress:
                     progress(f"{scenario.name} · {context} · {n}/{repeat}")
                 results.append(run_case(folder, scenario, context=context, repeat=n, model=model,
-                                        settings=settings, out_root=out_root, recording=recording))
+                                        settings=settings, out_root=out_root, recorded=recorded))
     return results
