@@ -485,6 +485,19 @@ def test_a_sentence_that_says_the_question_back_is_no_finding():
     assert all("how much drinking water" not in c.text for s in report.sections for c in s.claims)
 
 
+def test_a_sentence_that_says_the_question_back_in_other_tenses_is_no_finding():
+    from briefroom.report.asking import restates_question
+    question = "How did the number of heat pumps installed in Europe change between 2024 and 2025?"
+    assert restates_question("The number of heat pumps installed in Europe changed between 2024 and 2025.",
+                             question)
+    assert restates_question("The heat pumps installed in Europe are changing in number.", question)
+    # a word the question did not use, or a figure, is something the sentence says
+    assert not restates_question("The number of heat pumps installed in Europe fell between 2024 and 2025.",
+                                 question)
+    assert not restates_question("The number of heat pumps installed in Europe changed by 0.2 million.",
+                                 question)
+
+
 def test_a_forecast_of_the_asked_year_is_weighed_in_its_section_not_summed_up():
     report = water_report([Claim(text=WATER_FACTS[1].text, source_ids=["P"])])
     bill = " ".join(c.text for c in report.sections[1].claims)
