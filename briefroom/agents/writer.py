@@ -116,7 +116,8 @@ def part_task(turn: Turn, part: str, evidence: PartEvidence, kinds: dict[str, So
     return task
 
 
-def _passages_for(claim: Claim, texts: dict[str, str]) -> str:
+def passages_for(claim: Claim, texts: dict[str, str]) -> str:
+    """The sentences of each cited source shown beside `claim` under judgement."""
     words = content_words(claim.text)
     lines = []
     for sid in claim.source_ids:
@@ -147,20 +148,32 @@ def support_judge(turn: Turn, texts: dict[str, str]) -> Judge:
             return {**first, **{half + n: why for n, why in later.items()}}
 
     def judged(claims: list[Claim]) -> dict[int, str]:
-        ids = [f"s{n}" for n in range(1, len(claims) + 1)]
-        shown = "\n\n".join(f"{i}: {c.text}\n{_passages_for(c, texts)}" for i, c in zip(ids, claims))
-        task = render(load_template("writer_support.md"), sentences=mark_data("sentences", shown))
+        task, ids = support_task(claims, texts)
         review = turn.ask(task, SupportReview, enums={"sentence_id": ids}, max_items={"verdicts": len(ids)})
-        out: dict[int, str] = {}
-        decided: set[str] = set()
-        for verdict in review.verdicts:  # the first verdict on a sentence counts
-            if verdict.sentence_id in ids and verdict.sentence_id not in decided:
-                decided.add(verdict.sentence_id)
-                if verdict.verdict == "unsupported":
-                    out[ids.index(verdict.sentence_id)] = verdict.reason
-        return out
+        return unsupported_in(review, ids)
 
     return judge
+
+
+def support_task(claims: list[Claim], texts: dict[str, str], template: str | None = None) -> tuple[str, list[str]]:
+    """The judgement task for `claims` (`writer_support.md`, or `template` for a bench's
+    variant) and the sentence ids it gives them (s1, s2, …)."""
+    ids = [f"s{n}" for n in range(1, len(claims) + 1)]
+    shown = "\n\n".join(f"{i}: {c.text}\n{passages_for(c, texts)}" for i, c in zip(ids, claims))
+    return render(template or load_template("writer_support.md"), sentences=mark_data("sentences", shown)), ids
+
+
+def unsupported_in(review: SupportReview, ids: list[str]) -> dict[int, str]:
+    """{index: reason} of the sentences the review judges unsupported; the first verdict
+    on a sentence counts."""
+    out: dict[int, str] = {}
+    decided: set[str] = set()
+    for verdict in review.verdicts:
+        if verdict.sentence_id in ids and verdict.sentence_id not in decided:
+            decided.add(verdict.sentence_id)
+            if verdict.verdict == "unsupported":
+                out[ids.index(verdict.sentence_id)] = verdict.reason
+    return out
 
 
 def write_verified(turn: Turn, tasks: dict[int, str], allowed: dict[int, list[str]],
