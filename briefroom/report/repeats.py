@@ -58,15 +58,28 @@ def without_repeats(claim: Claim) -> Claim:
 
 def new_sentences(claims: list[Claim], said: list[Says]) -> list[Claim]:
     """The claims that do not repeat one already said (`said`; it grows), nor say only
-    part of an earlier one of `claims` (within a section, not across: a later part whose
-    answer an earlier part gave in passing still gives it)."""
+    part of another of `claims` (within a section, not across: a later part whose answer
+    an earlier part gave in passing still gives it). A later sentence that says all an
+    earlier one does and more takes its place: the airport's "…handled 14.82 million
+    passengers in 2025." then "“…handled 14.82 million passengers in 2025, counting every
+    arriving and departing passenger once…”" is read once, with how it is counted; it
+    keeps the earlier one's label when it cites the same sources."""
     out: list[Claim] = []
     here: list[Says] = []
     for claim in claims:
         says = Says.of(claim.text)
         if any(says.repeats(earlier) for earlier in said) or any(says.within(earlier) for earlier in here):
             continue
+        covered = [n for n, earlier in enumerate(here) if earlier.within(says)]
         said.append(says)
-        here.append(says)
-        out.append(claim)
+        if not covered:
+            here.append(says)
+            out.append(claim)
+            continue
+        shorter = out[covered[0]]
+        if shorter.attribution and not claim.attribution and set(claim.source_ids) == set(shorter.source_ids):
+            claim = claim.model_copy(update={"attribution": shorter.attribution})
+        here[covered[0]], out[covered[0]] = says, claim
+        for n in reversed(covered[1:]):  # each sentence it holds whole is read once, in the first one's place
+            del here[n], out[n]
     return out

@@ -432,7 +432,15 @@ def test_a_sentence_that_says_only_part_of_the_one_above_it_is_left_out_of_its_s
                     source_ids=["P"])
     more = Claim(text="The Port of Halvik handled 3.87 million TEU in 2025, a record for the port.", source_ids=["P"])
     assert new_sentences([whole, shorter, more], []) == [whole, more]  # "record" is news; the shorter copy is not
-    assert new_sentences([shorter, whole], []) == [shorter, whole]  # the longer one says more, and stays
+    # the longer one says all the shorter does and more: it is read once, in the shorter's place
+    assert new_sentences([shorter, more, whole], []) == [whole, more]
+    rise = Claim(text="Traffic rose by 9.9% in 2025.", source_ids=["P"])
+    whole_rise = whole.model_copy(update={"text": whole.text[:-2] + ", as traffic rose by 9.9% in 2025.”"})
+    assert new_sentences([shorter, more, rise, whole_rise], []) == [whole_rise, more]
+    labelled = shorter.model_copy(update={"attribution": "Port of Halvik (company, 2025)"})
+    assert new_sentences([labelled, whole], [])[0].attribution == "Port of Halvik (company, 2025)"
+    other = whole.model_copy(update={"source_ids": ["Q"]})  # another source's sentence: not labelled as the first's
+    assert new_sentences([labelled, other], [])[0].attribution is None
     # across sections only a repeat is left out: a later part still gives its answer
     said = [Says.of(whole.text)]
     assert new_sentences([shorter], said) == [shorter]
