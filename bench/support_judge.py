@@ -25,8 +25,9 @@ import hashlib
 import json
 import sys
 from pathlib import Path
+from typing import Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from bench.local_chat import structured_reply
 from bench.support_floor import PAIRS
@@ -34,11 +35,23 @@ from briefroom.agents.base import allowed_values
 from briefroom.agents.structured import constrain_schema
 from briefroom.agents.writer import support_task, unsupported_in
 from briefroom.records import Claim
-from briefroom.report.verify import SupportReview, code_problems, restates
+from briefroom.report.verify import SupportReview, SupportVerdict, code_problems, restates
 
 CASSETTE = Path(__file__).parents[1] / "scenarios/cloud-market/recordings/qwen2.5-coder-1.5b/cassette.jsonl"
 _TASK = "## Current task\n"
 _JUDGE_TASK = "Judge each sentence below"
+
+
+class ReasonedVerdict(BaseModel):
+    """`SupportVerdict` with the reason asked before the verdict (`--reason-first`)."""
+
+    sentence_id: str = SupportVerdict.model_fields["sentence_id"]
+    reason: str = SupportVerdict.model_fields["reason"]
+    verdict: Literal["supported", "unsupported"] = SupportVerdict.model_fields["verdict"]
+
+
+class ReasonedReview(BaseModel):
+    verdicts: list[ReasonedVerdict] = Field(min_length=1)
 
 
 def recorded_judgement(cassette: Path) -> tuple[str, str]:
@@ -55,8 +68,8 @@ def source_id(passage: str) -> str:
     return "S" + hashlib.sha1(passage.encode()).hexdigest()[:8]
 
 
-def judge_batch(base_url: str, rows: list[dict], system: str, head: str,
-                template: str | None) -> tuple[dict[int, str] | None, str, float]:
+def judge_batch(base_url: str, rows: list[dict], system: str, head: str, template: str | None,
+                reason_first: bool = False) -> tuple[dict[int, str] | None, str, float]:
     """{index in `rows`: why unsupported} by the model (None: no valid verdict), its raw
     reply, the seconds."""
     claims = [Claim(text=row["sentence"], source_ids=[source_id(row["passage"])]) for row in rows]
@@ -64,7 +77,8 @@ def judge_batch(base_url: str, rows: list[dict], system: str, head: str,
     task, ids = support_task(claims, texts, template)
     task += allowed_values({"sentence_id": ids}, {"verdicts": len(ids)})
     messages = [{"role": "system", "content": system}, {"role": "user", "content": head + _TASK + task}]
-    schema = constrain_schema(SupportReview.model_json_schema(), {"sentence_id": ids}, {"verdicts": len(ids)})
+    review = ReasonedReview if reason_first else SupportReview
+    schema = constrain_schema(review.model_json_schema(), {"sentence_id": ids}, {"verdicts": len(ids)})
     reply, seconds = structured_reply(base_url, messages, schema)
     try:
         return unsupported_in(SupportReview.model_validate_json(reply), ids), reply, seconds
@@ -98,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cassette", type=Path, default=CASSETTE, help="a dev recording holding a judgement call")
     parser.add_argument("--variant", type=Path, help="the task to try (default: the shipped writer_support.md)")
     parser.add_argument("--bare", action="store_true", help="without the run's context before the task")
+    parser.add_argument("--reason-first", action="store_true", help="the reason asked before the verdict")
     parser.add_argument("--batch", type=int, default=6, help="sentences a call, as in a draft")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -110,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     with EmbeddedServer(model_path=args.model, threads=args.threads) as server:
         for start in range(0, len(rows), args.batch):
             batch = rows[start:start + args.batch]
-            judged, reply, seconds = judge_batch(server.base_url, batch, system, "" if args.bare else head, template)
+            judged, reply, seconds = judge_batch(server.base_url, batch, system, "" if args.bare else head, template,
+                                                   args.reason_first)
             unjudged += len(batch) if judged is None else 0
             out = judged or {}
             refused |= {start + k for k in out}
@@ -118,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                           "model": "unsupported" if k in out else "supported", "reason": out.get(k, "")}
                          for k, row in enumerate(batch)]
             print(f"pairs {start + 1}-{start + len(batch)}: {len(out)} refused ({seconds} s)", file=sys.stderr)
-    print(json.dumps({"summary": {**tally(rows, refused), "unjudged": unjudged}, "bare": args.bare, "batch": args.batch,
+    print(json.dumps({"summary": {**tally(rows, refused), "unjudged": unjudged}, "bare": args.bare, "reason_first": args.reason_first,
+                      "batch": args.batch,
                       "variant": str(args.variant or "writer_support.md"), "verdicts": verdicts},
                      ensure_ascii=False, indent=1))
     return 0

@@ -55,3 +55,18 @@ def test_code_refuses_first_and_a_restatement_is_not_judged():
     # the first is a paraphrase ("into Europe"), not a restatement: the model's verdict counts
     assert out["code_and_model"] == {"supported_pass": 0, "unsupported_caught": 2}
     assert sj.tally(ROWS, refused_by_model=set())["code_and_model"] == {"supported_pass": 1, "unsupported_caught": 1}
+
+
+def test_reason_first_asks_the_reason_before_the_verdict(monkeypatch):
+    asked = {}
+
+    def reply(base_url, messages, schema):
+        asked["schema"] = schema
+        return json.dumps({"verdicts": [{"sentence_id": "s1", "reason": "the passage says so",
+                                         "verdict": "supported"}]}), 1.0
+
+    monkeypatch.setattr(sj, "structured_reply", reply)
+    out, _, _ = sj.judge_batch("http://127.0.0.1:1/v1", ROWS[:1], "S", "", None, reason_first=True)
+    assert out == {}
+    fields = list(asked["schema"]["$defs"]["ReasonedVerdict"]["properties"])
+    assert fields == ["sentence_id", "reason", "verdict"]
