@@ -134,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                           "model": "unsupported" if k in out else "supported", "reason": out.get(k, "")}
                          for k, row in enumerate(batch)]
             print(f"pairs {start + 1}-{start + len(batch)}: {len(out)} refused ({seconds} s)", file=sys.stderr)
-    print(json.dumps({"summary": {**tally(rows, refused), "unjudged": unjudged}, "bare": args.bare, "reason_first": args.reason_first,
-                      "batch": args.batch,
+    print(json.dumps({"summary": {**tally(rows, refused), "unjudged": unjudged}, "bare": args.bare,
+                      "reason_first": args.reason_first, "batch": args.batch,
                       "variant": str(args.variant or "writer_support.md"), "verdicts": verdicts},
                      ensure_ascii=False, indent=1))
     return 0
