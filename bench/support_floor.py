@@ -20,9 +20,22 @@ from collections import Counter
 from pathlib import Path
 
 from briefroom.records import Claim
+from briefroom.report.checks import Problem
 from briefroom.report.verify import code_problems, restates
 
 PAIRS = Path(__file__).with_name("data") / "support_pairs.jsonl"
+
+
+def read_pairs(path: Path = PAIRS) -> list[dict[str, str]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def code_verdict(row: dict[str, str]) -> tuple[list[Problem], bool]:
+    """What the Writer's code checks say of the pair's sentence against its passage: the
+    problems found, and whether it restates the passage (then no model is asked)."""
+    claim = Claim(text=row["sentence"], source_ids=["P"])
+    sources = {"P": row["passage"]}
+    return code_problems(claim, sources), restates(claim, sources)
 
 
 def judge_pairs(rows: list[dict[str, str]]) -> dict[str, object]:
@@ -32,9 +45,7 @@ def judge_pairs(rows: list[dict[str, str]]) -> dict[str, object]:
     refused: Counter[str] = Counter()
     unjudged = 0  # unsupported sentences that restate the passage: the model would not even be asked
     for row in rows:
-        claim = Claim(text=row["sentence"], source_ids=["P"])
-        sources = {"P": row["passage"]}
-        problems = code_problems(claim, sources)
+        problems, restated = code_verdict(row)
         if row["label"] == "supported":
             if problems:
                 refused[problems[0].kind] += 1
@@ -44,7 +55,7 @@ def judge_pairs(rows: list[dict[str, str]]) -> dict[str, object]:
             caught += 1
         else:
             slipped[row["why"]] += 1
-            unjudged += restates(claim, sources)
+            unjudged += restated
     supported = sum(r["label"] == "supported" for r in rows)
     return {"pairs": len(rows), "supported": supported, "unsupported": len(rows) - supported,
             "supported_passed": passed_supported, "unsupported_caught": caught,
@@ -56,8 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=Path, default=PAIRS)
     args = parser.parse_args(argv)
-    rows = [json.loads(line) for line in args.pairs.read_text(encoding="utf-8").splitlines() if line.strip()]
-    print(json.dumps(judge_pairs(rows), indent=2, ensure_ascii=False))
+    print(json.dumps(judge_pairs(read_pairs(args.pairs)), indent=2, ensure_ascii=False))
     return 0
 
 

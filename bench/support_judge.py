@@ -30,12 +30,12 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from bench.local_chat import structured_reply
-from bench.support_floor import PAIRS
+from bench.support_floor import PAIRS, code_verdict, read_pairs
 from briefroom.agents.base import allowed_values
 from briefroom.agents.structured import constrain_schema
 from briefroom.agents.writer import support_task, unsupported_in
 from briefroom.records import Claim
-from briefroom.report.verify import SupportReview, SupportVerdict, code_problems, restates
+from briefroom.report.verify import SupportReview, SupportVerdict
 
 CASSETTE = Path(__file__).parents[1] / "scenarios/cloud-market/recordings/qwen2.5-coder-1.5b/cassette.jsonl"
 _TASK = "## Current task\n"
@@ -90,10 +90,8 @@ def tally(rows: list[dict], refused_by_model: set[int]) -> dict[str, object]:
     model = {"supported_pass": 0, "unsupported_caught": 0}
     both = {"supported_pass": 0, "unsupported_caught": 0}
     for n, row in enumerate(rows):
-        claim = Claim(text=row["sentence"], source_ids=["P"])
-        sources = {"P": row["passage"]}
-        code_refuses = bool(code_problems(claim, sources))
-        refused = code_refuses or (not restates(claim, sources) and n in refused_by_model)
+        problems, restated = code_verdict(row)
+        refused = bool(problems) or (not restated and n in refused_by_model)
         key = "supported_pass" if row["label"] == "supported" else "unsupported_caught"
         ok = (n not in refused_by_model) if row["label"] == "supported" else (n in refused_by_model)
         model[key] += ok
@@ -116,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=6, help="sentences a call, as in a draft")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
-    rows = [json.loads(line) for line in args.pairs.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_pairs(args.pairs)
     template = args.variant.read_text(encoding="utf-8") if args.variant else None
     system, head = recorded_judgement(args.cassette)
     refused: set[int] = set()
