@@ -154,6 +154,14 @@ def stemmed_words(text: str) -> set[str]:
     return {_stem(w) for w in content_words(text)}
 
 
+def root_words(text: str) -> set[str]:
+    """`stemmed_words` with a final "e" dropped too: "change", "changed" and "changes" are
+    one root ("chang"), as "charge" and "charging" are. For telling that two texts use the
+    same words; `_stem` itself stays as it is, since the ranking it feeds is in every
+    recorded prompt."""
+    return {w[:-1] if len(w) > 4 and w.endswith("e") else w for w in stemmed_words(text)}
+
+
 def relevance(text: str, query: str) -> float:
     """Share of the query's (stemmed) content words that `text` contains (0..1)."""
     wanted = stemmed_words(query)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from briefroom.protocol.extraction import Mention, number_mentions, numbers_in, stemmed_words
+from briefroom.protocol.extraction import Mention, number_mentions, numbers_in, root_words
 from briefroom.records import SOURCE_ID
 
 # Years in a part pick the facts of that year over those of another.
@@ -299,14 +299,8 @@ def restates_question(text: str, question: str) -> bool:
     supply, …"), which a small model writes as a claim and a judge may pass. Words are
     compared by their roots: "the number of heat pumps installed changed" says back "how
     did the number … change" as much as the question's own words would."""
-    words = _roots(text)
-    return bool(words) and not figures(text) and words <= _roots(question)
-
-
-def _roots(text: str) -> set[str]:
-    """`stemmed_words` with a final "e" dropped: "change", "changed" and "changes" are one
-    root ("chang"), as "charge" and "charging" are."""
-    return {w[:-1] if len(w) > 4 and w.endswith("e") else w for w in stemmed_words(text)}
+    words = root_words(text)
+    return bool(words) and not figures(text) and words <= root_words(question)
 
 
 # A title or heading naming the report ("A report on the facts and figures of …") labels
