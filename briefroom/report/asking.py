@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from briefroom.protocol.extraction import Mention, number_mentions, numbers_in, root_words
+from briefroom.protocol.extraction import Mention, content_words, number_mentions, numbers_in, root_words
 from briefroom.records import SOURCE_ID
 
 # Years in a part pick the facts of that year over those of another.
@@ -121,6 +121,8 @@ def asks_change(part: str) -> bool:
     return bool(_ASKS_CHANGE.search(part))
 
 
+# "fourteen times as much", "3.7 times higher", "是……的14倍": a difference as a ratio.
+_TIMES = re.compile(r"\btimes\s+(?:as|more|less|higher|lower|greater|smaller)\b|倍", re.I)
 _STATES_CHANGE = re.compile(r"\b(?:up|down|more|less|fewer|grew|rose|fell|increased?|decreased?|growth)\b|"
                             r"增加|减少|增长|下降|提高|降低|同比", re.I)
 
@@ -128,10 +130,21 @@ _STATES_CHANGE = re.compile(r"\b(?:up|down|more|less|fewer|grew|rose|fell|increa
 def answers_comparison(text: str, part: str) -> bool:
     """The part asks how something changed on a year it names ("how did passenger numbers
     compare with 2024", "与2024年相比各增加了多少") and the sentence gives a change on that
-    year ("…1268万千瓦，比2024年底增加187万千瓦")."""
-    years = set(YEAR.findall(part))
-    return asks_change(part) and bool(years & set(YEAR.findall(text))) and bool(_STATES_CHANGE.search(text)) \
-        and bool(figures(text))
+    year ("…1268万千瓦，比2024年底增加187万千瓦"); or the part asks only by how much, of
+    what the question compared before it ("Which emits less, rail or flights, and by how
+    much?"), and the sentence gives a difference with its figure ("…emitted 143 grams less
+    than…", "…about 14 times as much…")."""
+    if not asks_change(part) or not figures(text):
+        return False
+    if only_by_how_much(part):
+        return bool(_STATES_CHANGE.search(text) or _TIMES.search(text))
+    return bool(set(YEAR.findall(part)) & set(YEAR.findall(text))) and bool(_STATES_CHANGE.search(text))
+
+
+def only_by_how_much(part: str) -> bool:
+    """The part asks by how much and says nothing else ("…, and by how much?"): it asks
+    of what the question compared before it, in the question's words."""
+    return asks_change(part) and not content_words(part)
 
 
 def gives_only_differences(text: str) -> bool:

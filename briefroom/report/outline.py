@@ -26,6 +26,7 @@ from briefroom.report.asking import (
     YEAR,
     a_part_of,
     about_other_years,
+    answers_comparison,
     answers_measure,
     asks_change,
     asks_count,
@@ -37,6 +38,7 @@ from briefroom.report.asking import (
     gives_only_differences,
     is_statement,
     measures_in,
+    only_by_how_much,
     prices,
     projected,
     qualified_otherwise,
@@ -475,6 +477,8 @@ def leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], u
         leading = _of_the_asked_year(leading, part_query(part, score.question))
     if wants_share(part):  # a share is led by a sentence giving one, when any answers the part
         leading = [t for t in leading if states_share(t.fact.text)] or leading
+    if only_by_how_much(part):  # led by a sentence giving the difference, when any answers the part
+        leading = [t for t in leading if answers_comparison(t.fact.text, part)] or leading
     if not leading:
         return []
     return [leading[0].fact, *_rivals(scored, leading[0], part)]

@@ -590,3 +590,39 @@ def test_the_summary_has_room_for_every_part_the_short_answer_leaves_unless_the_
                                            "sections": [section]}).summary) == 5
     with pytest.raises(ValueError):
         WriterDraft.model_validate({"title": "Heat pumps", "short_answer": five[0], "summary": five, "sections": [section]})
+
+
+MODES = {"CITY": source("CITY", "Halvern transport authority: energy use by mode, 2025",
+                        "Trams in Halvern used 0.08 kWh of electricity per passenger-kilometre in 2025.",
+                        "Diesel buses in Halvern used the equivalent of 0.31 kWh per passenger-kilometre in 2025.",
+                        "Trams therefore used 0.23 kWh per passenger-kilometre less than buses in 2025, so a bus "
+                        "used almost four times as much energy per passenger-kilometre as a tram.")}
+MODE_FACTS = [Fact(fact_id=f"M{n}", text=t, source_id="CITY", found_by="passage", round=1)
+              for n, t in enumerate(extraction_statements(MODES["CITY"].passages[0].text))]
+MODE_QUESTION = "Which used less energy per passenger-kilometre in Halvern in 2025, trams or buses, and by how much?"
+
+
+def test_by_how_much_is_answered_by_the_difference_not_by_a_level():
+    difference = MODE_FACTS[2]
+    # the model answered "which" with the difference and "by how much" with nothing of use
+    vague = Claim(text="Trams used less energy than buses in Halvern.", source_ids=["CITY"])
+    report = two_part_report(MODE_QUESTION, [difference, *MODE_FACTS[:2]], MODES, [vague])
+    second = render_markdown(report, MODES)[0].split("## ")[-2]
+    assert second.startswith("By how much")
+    # the difference the first section gave is pointed back to; a level is no answer to "by how much"
+    assert "See above" in second and "0.08" not in second and "0.31" not in second
+    assert "The documents do not say" not in second
+
+
+def test_by_how_much_alone_is_led_by_a_sentence_giving_the_difference():
+    from briefroom.report.asking import answers_comparison
+    part = question_parts(MODE_QUESTION)[1]
+    assert part == "by how much"
+    assert answers_comparison(MODE_FACTS[2].text, part)
+    assert answers_comparison("A flight emitted about 14 times as much CO2 as the train in 2025.", part)
+    assert not answers_comparison(MODE_FACTS[0].text, part)  # a level
+    assert not answers_comparison("Trams used less energy than buses.", part)  # no figure
+    # a part naming its base year still wants a change on that year
+    assert not answers_comparison(MODE_FACTS[2].text, "how did energy use compare with 2024")
+    # a part with words of its own asks something else ("which type grew fastest")
+    assert not answers_comparison(MODE_FACTS[2].text, "which kind of charger grew fastest")
