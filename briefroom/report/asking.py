@@ -123,7 +123,7 @@ def asks_change(part: str) -> bool:
 
 # "fourteen times as much", "3.7 times higher", "是……的14倍": a difference as a ratio.
 _TIMES = re.compile(r"\btimes\s+(?:as|more|less|higher|lower|greater|smaller)\b|倍", re.I)
-_STATES_CHANGE = re.compile(r"\b(?:up|down|more|less|fewer|grew|rose|fell|increased?|decreased?|growth)\b|"
+STATES_CHANGE = re.compile(r"\b(?:up|down|more|less|fewer|grew|rose|fell|increased?|decreased?|growth)\b|"
                             r"增加|减少|增长|下降|提高|降低|同比", re.I)
 
 
@@ -137,8 +137,8 @@ def answers_comparison(text: str, part: str) -> bool:
     if not asks_change(part) or not figures(text):
         return False
     if only_by_how_much(part):
-        return bool(_STATES_CHANGE.search(text) or _TIMES.search(text))
-    return bool(set(YEAR.findall(part)) & set(YEAR.findall(text))) and bool(_STATES_CHANGE.search(text))
+        return bool(STATES_CHANGE.search(text) or _TIMES.search(text))
+    return bool(set(YEAR.findall(part)) & set(YEAR.findall(text))) and bool(STATES_CHANGE.search(text))
 
 
 def only_by_how_much(part: str) -> bool:

@@ -22,7 +22,7 @@ from functools import lru_cache
 from briefroom.corpus.documents import title_line
 from briefroom.protocol.extraction import Mention, content_words, number_mentions, quotable, statements
 from briefroom.records import Claim, Fact, ReportDraft
-from briefroom.report.asking import CONNECTIVES, figure_mentions, projected
+from briefroom.report.asking import CONNECTIVES, STATES_CHANGE, YEAR, figure_mentions, projected
 from briefroom.report.draft import strip_attribution
 from briefroom.report.language import LABELS, labels
 
@@ -162,6 +162,45 @@ def forecast_as_fact(claim: Claim, source_texts: dict[str, str]) -> Problem | No
                    f"its cited source(s) {', '.join(claim.source_ids)} give its figures only as a forecast or estimate")
 
 
+# Where one figure's clause ends and the next one's begins: a comma, a semicolon, or a
+# word that joins two figures ("…in 2025, up from 2.71 million in 2024", "from 18,400
+# in 2021 to 61,200 in 2025", "比2024年…").
+_CLAUSE_BREAK = re.compile(r"[,;:，；：、]|\s(?:from|to|and|while|whereas|against|versus|than|compared\s+(?:with|to))\s"
+                           r"|比|较", re.I)
+
+
+def _year_of(text: str, mention: Mention) -> set[str]:
+    """The years the clause of `text` holding `mention` gives it to (`_CLAUSE_BREAK`);
+    none when the clause names no year or gives a change ("up 9.2% on 2024" speaks of
+    two years at once)."""
+    starts = [0, *(m.end() for m in _CLAUSE_BREAK.finditer(text) if m.end() <= mention.start)]
+    ends = [m.start() for m in _CLAUSE_BREAK.finditer(text) if m.start() >= mention.end]
+    clause = text[starts[-1]:ends[0] if ends else len(text)]
+    return set() if STATES_CHANGE.search(clause) else set(YEAR.findall(clause))
+
+
+def misdated_figure(claim: Claim, source_texts: dict[str, str]) -> Problem | None:
+    """A `misdated_figure` problem when the claim gives a figure to a year that no cited
+    sentence holding it gives it to: "Saltmere handled 2.96 million TEU in 2024" citing
+    "Saltmere handled 2.96 million TEU in 2025, up from 2.71 million in 2024" has every
+    word and figure of its source, and 2025's figure said of 2024. Read clause by clause
+    (`_year_of`); a clause without a year ("In 2025, the port handled…") leaves the
+    figure's year to the rest of its sentence, which this check does not guess, so it
+    passes."""
+    texts = [source_texts[sid] for sid in claim.source_ids if sid in source_texts]
+    for mention in figure_mentions(claim.text):
+        said = _year_of(claim.text, mention)
+        if not said:
+            continue
+        given = [_year_of(sentence, m) for sentence, _ in sentences_holding([mention], texts)
+                 for m in figure_mentions(sentence) if mention.claimed & m.readings]
+        if given and all(years and not years & said for years in given):
+            return Problem("misdated_figure", claim.text,
+                           f"{mention.written} is given to {', '.join(sorted(said))}; its cited source(s) "
+                           f"{', '.join(claim.source_ids)} give it to {', '.join(sorted(set().union(*given)))}")
+    return None
+
+
 _SOURCE_LINE = re.compile(r"^\[(\d+)\].*\(source `([^`]+)`\)\s*$")
 # The Sources heading in each report language (report/draft.py writes them).
 SOURCES_HEADINGS = tuple(lab["sources"] for lab in LABELS.values())
@@ -182,7 +221,7 @@ def restates(text: str, fact_text: str) -> bool:
 @dataclass(frozen=True)
 class Problem:
     kind: str  # unresolved_citation | unsupported_number | ungrounded_claim | misattributed_figure | forecast_as_fact
-    # | not_a_statement | uncited_claim
+    # | misdated_figure | not_a_statement | uncited_claim
     where: str
     detail: str
 

@@ -6,7 +6,8 @@ The Writer's model writes; code decides what may stay. A sentence passes when
 2. every figure in it is in a cited source with its scale and unit (723 billion is not
    723 million, 2.6 GW is not 2.6 MW, 31% is not 31 units; `unsupported_numbers`), and
    given to what the source gives it to: a sentence naming Port Karavel beside a figure
-   its source gives Velmora fails (`checks.misplaced_figure`);
+   its source gives Velmora fails (`checks.misplaced_figure`), and so does one giving a
+   figure to another year than its source does (`checks.misdated_figure`);
 3. it rests on what the sources say: at least `SUPPORT_FLOOR` of its content words are
    in its cited sources, and
 4. the team's model, shown the sentence beside the cited passages, does not judge it
@@ -37,6 +38,7 @@ from briefroom.report.checks import (
     Problem,
     forecast_as_fact,
     grounding,
+    misdated_figure,
     misplaced_figure,
     readings_in,
     source_readings,
@@ -99,7 +101,8 @@ def code_problems(claim: Claim, source_texts: dict[str, str]) -> list[Problem]:
     for number in sorted(percent_values(text) - as_percent):
         problems.append(Problem("unsupported_number", text,
                                 f"{number}% is not a percentage in cited source(s) {', '.join(cited)}"))
-    for wrong in (misplaced_figure(claim, source_texts), forecast_as_fact(claim, source_texts)):
+    for wrong in (misplaced_figure(claim, source_texts), misdated_figure(claim, source_texts),
+                  forecast_as_fact(claim, source_texts)):
         if wrong is not None:
             problems.append(wrong)
     words = content_words(text)

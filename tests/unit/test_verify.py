@@ -209,6 +209,28 @@ def test_a_name_in_the_title_or_beside_another_figure_of_the_claim_counts():
     assert kinds_in(plain, NEIGHBOURS) == []
 
 
+def test_a_figure_given_to_another_year_than_its_source_gives_it_fails():
+    texts = {"P": "Port of Tarnow annual statistics\n\nThe Port of Tarnow handled 1.64 million TEU in 2025, "
+                  "up from 1.52 million TEU in 2024. In 2025, the port also moved 0.8 million tonnes of grain.",
+             "Z": "2025年统计公报\n\n2024年末全市常住人口为512.6万人。截至2025年末，全市常住人口达到518.3万人，比上年末增加5.7万人。"}
+    # every word and figure is in the source; the year is the other clause's
+    swapped = Claim(text="The Port of Tarnow handled 1.64 million TEU in 2024.", source_ids=["P"])
+    problem = next(p for p in code_problems(swapped, texts) if p.kind == "misdated_figure")
+    assert "1.64 million" in problem.detail and "2025" in problem.detail
+    assert "misdated_figure" in kinds_in(Claim(text="The Port of Tarnow handled 1.52 million TEU in 2025.",
+                                               source_ids=["P"]), texts)
+    assert "misdated_figure" in kinds_in(Claim(text="2025年末全市常住人口为512.6万人。", source_ids=["Z"]), texts)
+    # each figure with its own year passes, in one clause or two, and so does a change
+    for kept in ["The Port of Tarnow handled 1.64 million TEU in 2025.",
+                 "The Port of Tarnow handled 1.52 million TEU in 2024 and 1.64 million TEU in 2025.",
+                 "Throughput at the Port of Tarnow rose from 1.52 million TEU in 2024 to 1.64 million TEU in 2025."]:
+        assert "misdated_figure" not in kinds_in(Claim(text=kept, source_ids=["P"]), texts), kept
+    assert "misdated_figure" not in kinds_in(Claim(text="2024年末全市常住人口为512.6万人。", source_ids=["Z"]), texts)
+    # a source clause without a year leaves the figure's year unread: nothing to contradict
+    grain = Claim(text="The Port of Tarnow moved 0.8 million tonnes of grain in 2024.", source_ids=["P"])
+    assert "misdated_figure" not in kinds_in(grain, texts)
+
+
 def test_a_forecast_stated_as_an_outcome_fails():
     texts = {"F": "Heat pump outlook 2026\n\nThe institute forecasts that installers will put 2.05 million heat pumps "
                   "into service across Europe in 2026, a recovery from the 2025 level."}
