@@ -124,7 +124,7 @@ def asks_change(part: str) -> bool:
 # "fourteen times as much", "3.7 times higher", "是……的14倍": a difference as a ratio.
 _TIMES = re.compile(r"\btimes\s+(?:as|more|less|higher|lower|greater|smaller)\b|倍", re.I)
 STATES_CHANGE = re.compile(r"\b(?:up|down|more|less|fewer|grew|rose|fell|increased?|decreased?|growth)\b|"
-                            r"增加|减少|增长|下降|提高|降低|同比", re.I)
+                           r"增加|减少|增长|下降|提高|降低|同比", re.I)
 
 
 def answers_comparison(text: str, part: str) -> bool:

@@ -173,9 +173,10 @@ def _year_of(text: str, mention: Mention) -> set[str]:
     """The years the clause of `text` holding `mention` gives it to (`_CLAUSE_BREAK`);
     none when the clause names no year or gives a change ("up 9.2% on 2024" speaks of
     two years at once)."""
-    starts = [0, *(m.end() for m in _CLAUSE_BREAK.finditer(text) if m.end() <= mention.start)]
-    ends = [m.start() for m in _CLAUSE_BREAK.finditer(text) if m.start() >= mention.end]
-    clause = text[starts[-1]:ends[0] if ends else len(text)]
+    breaks = list(_CLAUSE_BREAK.finditer(text))
+    start = max((m.end() for m in breaks if m.end() <= mention.start), default=0)
+    end = min((m.start() for m in breaks if m.start() >= mention.end), default=len(text))
+    clause = text[start:end]
     return set() if STATES_CHANGE.search(clause) else set(YEAR.findall(clause))
 
 
