@@ -350,6 +350,7 @@ class _PartWriter:
         if above is not None and own is not None:
             found, claims = again or [own], [quote(f) for f in again] or [above]
             claims += self._context_of(prose, part, own)
+            claims += self._base_year(part, claims)  # the change's base, though the change stands above
             self._say(claims)
             return found, claims
         if not found and not any(answers(c, part, self.score) for c in prose):

@@ -341,6 +341,22 @@ def test_a_part_comparing_with_a_year_also_gives_that_years_level():
     assert "12.9亿" not in compared and "360万" not in compared  # the year's total, the plan's forecast
 
 
+def test_a_change_an_earlier_section_gave_comes_with_its_base_years_level():
+    level = Claim(text=METRO_FACTS[0].text, source_ids=["B25"])
+    # the model gave the change in the first part's section, in its own words, and nothing
+    # of use in the second
+    change = Claim(text="与2024年相比，2025年甲市地铁日均客运量增加34.3万人次。", source_ids=["B25"])
+    draft = WriterDraft(title="甲市地铁客流", short_answer=level,
+                        sections=[DraftSection(heading="日均客运量", claims=[level, change], part=1),
+                                  DraftSection(heading="变化", claims=[level], part=2)])
+    report = assemble(draft, question_parts(ZH_QUESTION), ZH_QUESTION, METRO_FACTS, METRO, profiles(METRO),
+                      ReportSpec(), "zh")
+    second = render_markdown(report, METRO)[0].split("## ")[-2]
+    assert "34.3万人次" in second  # the change, which the first section gave too
+    assert "352.4万人次" in second  # and what it is measured from
+    assert "12.9亿" not in second and "360万" not in second
+
+
 def test_no_base_year_level_when_the_section_already_gives_one():
     given = [Claim(text=METRO_FACTS[1].text, source_ids=["B25"]), Claim(text=METRO_FACTS[2].text, source_ids=["B24"])]
     texts = [c.text for c in metro_report(given).sections[1].claims]
