@@ -269,6 +269,24 @@ def asks_count(part: str) -> bool:
     return bool(_ASKS_COUNT.search(part))
 
 
+# "how many buses did it run": the words after "how many" name what is counted.
+_COUNTED = re.compile(r"\bhow many\s+((?:[^\W\d][\w-]*\s+){0,2}[^\W\d][\w-]*)", re.I)
+# The words right after a figure name what it counts ("612 buses", "48.6 million passengers").
+_AFTER_FIGURE = 3
+
+
+def counts_what_is_asked(text: str, part: str) -> bool:
+    """A figure of the sentence counts the thing the part asks how many of ("how many
+    buses did it run": "a fleet of 612 buses" does, "48.6 million passengers" does not);
+    true when the part names no such thing (English only: Chinese counts by measure word)."""
+    m = _COUNTED.search(part)
+    wanted = root_words(m.group(1)) if m else set()
+    if not wanted:
+        return True
+    return any(wanted & root_words(" ".join(text[mention.end:].split()[:_AFTER_FIGURE]))
+               for mention in figure_mentions(text))
+
+
 def prices(text: str) -> bool:
     """The sentence gives a price or a cost in money ("The average retail price of a 200-litre
     heat pump water heater … was about 2,100 euros"): what something costs, not how many

@@ -28,8 +28,10 @@ from briefroom.report.asking import (
     answers_comparison,
     answers_measure,
     asks_change,
+    asks_count,
     asks_why,
     base_level,
+    counts_what_is_asked,
     dated_year,
     figures,
     gives_only_differences,
@@ -331,7 +333,7 @@ class _PartWriter:
     def claims_of(self, part: str, placed: list[Claim]) -> tuple[list[Fact], list[Claim]]:
         """The part's leads (`outline.part_leads`: another part's own lead left to it) and
         its claims, without those an earlier part said; no claims: nothing answers the part."""
-        prose = self._prose(placed)
+        prose = self._prose(placed, part)
         own = self.reserved.get(part)
         others = {f.text for p, f in self.reserved.items() if p != part and (own is None or f.text != own.text)}
         above = self._answered_above(own, part)
@@ -462,15 +464,28 @@ class _PartWriter:
         best = max(base, key=lambda f: self.authority.get(f.source_id, 0.0))  # ties: the first found (max keeps it)
         return [self.label.labelled(quote(best))]
 
-    def _prose(self, placed: list[Claim]) -> list[Claim]:
+    def _prose(self, placed: list[Claim], part: str) -> list[Claim]:
         """The model's sentences stay where it put them, unless they are about another
         subject than the one asked ("Contractors installed 3.48 million … across North
-        America", or a figure only a source that never names it gives), were said already,
-        or `accept_sentence` refuses them."""
+        America", or a figure only a source that never names it gives), were said already
+        (word for word, or within an earlier part's sentence and no answer to this part:
+        `_told_above`), or `accept_sentence` refuses them."""
         said = self.said
         return [c for c in placed if c.text.strip() and not self.score.other_subject(c.text)
                 and not self._from_other_subjects(c) and c.text.strip() not in said
+                and not self._told_above(c, part)
                 and (self.accept_sentence is None or self.accept_sentence(c))]
+
+    def _told_above(self, claim: Claim, part: str) -> bool:
+        """Every word and figure of the model's sentence is in one an earlier part said, and
+        none of its figures counts what this part asks how many of: "Kestrel Bus Company
+        carried 48.6 million passengers in 2025." put under "how many buses did it run",
+        after the first part quoted "In 2025 Kestrel Bus Company carried 48.6 million
+        passengers, up from…" (the company's name shares "bus" with the part, so scores
+        do not tell). An answer an earlier part gave in passing is still this part's."""
+        says = Says.of(claim.text)
+        return asks_count(part) and not counts_what_is_asked(claim.text, part) \
+            and any(says.within(earlier) for earlier in self.said_words)
 
     def _from_other_subjects(self, claim: Claim) -> bool:
         """Every source the model's sentence cites makes it another subject's, as it would

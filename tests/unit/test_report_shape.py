@@ -642,3 +642,35 @@ def test_by_how_much_alone_is_led_by_a_sentence_giving_the_difference():
     assert not answers_comparison(MODE_FACTS[2].text, "how did energy use compare with 2024")
     # a part with words of its own asks something else ("which type grew fastest")
     assert not answers_comparison(MODE_FACTS[2].text, "which kind of charger grew fastest")
+
+
+FLEET = {"AR": source("AR", "Tarrow Bus Company: annual report 2025",
+                      "In 2025 Tarrow Bus Company carried 31.2 million passengers, up from 30.1 million in 2024.",
+                      "At the end of 2025 the company ran a fleet of 402 buses, 96 of them battery-electric.")}
+FLEET_FACTS = [Fact(fact_id=f"F{n}", text=t, source_id="AR", found_by="passage", round=1)
+               for n, t in enumerate(extraction_statements(FLEET["AR"].passages[0].text))]
+FLEET_QUESTION = "For Tarrow Bus Company in 2025: how many passengers did it carry, and how many buses did it run?"
+
+
+def test_a_sentence_an_earlier_part_said_is_no_answer_to_a_count_of_something_else():
+    carried = Claim(text="Tarrow Bus Company carried 31.2 million passengers in 2025.", source_ids=["AR"])
+    fleet = Claim(text="The company ran 402 buses at the end of 2025.", source_ids=["AR"])
+    draft = WriterDraft(title="Tarrow Bus Company in 2025", short_answer=carried, sections=[
+        DraftSection(heading="Passengers", claims=[carried], part=1),
+        # the model put the passenger count under the buses too ("Bus Company" shares "bus")
+        DraftSection(heading="Buses", claims=[fleet, carried], part=2)])
+    report = assemble(draft, question_parts(FLEET_QUESTION), FLEET_QUESTION, FLEET_FACTS, FLEET, profiles(FLEET),
+                      ReportSpec(), "en")
+    buses = " ".join(c.text for c in report.sections[1].claims)
+    assert "402 buses" in buses and "31.2 million" not in buses
+    first = " ".join(c.text for c in report.sections[0].claims)
+    assert "31.2 million" in first
+
+
+def test_what_a_figure_counts_is_read_from_the_words_after_it():
+    from briefroom.report.asking import counts_what_is_asked
+    part = "how many buses did it run"
+    assert counts_what_is_asked("At the end of 2025 the company ran a fleet of 402 buses.", part)
+    assert not counts_what_is_asked("Tarrow Bus Company carried 31.2 million passengers in 2025.", part)
+    assert counts_what_is_asked("There were 121,400 aircraft movements.", "how many aircraft movements were there")
+    assert counts_what_is_asked("Leakage was 18.4%.", "what was its leakage rate")  # nothing counted: no test
