@@ -94,10 +94,17 @@ def names(text: str) -> set[str]:
             and not (opening and m.start(1) == opening.end())}
 
 
+@lru_cache(maxsize=256)
+def _statements_of(text: str) -> tuple[str, ...]:
+    """A source's statements, split once: three checks of every sentence of a draft look
+    for the ones holding its figures, in the same few sources."""
+    return tuple(statements(text))
+
+
 def sentences_holding(figures: list[Mention], source_texts: list[str]) -> list[tuple[str, str]]:
     """(sentence, its source's text) for each statement of the sources that gives one of
     `figures` in any spelling: the sentences a claim with those figures rests on."""
-    return [(sentence, text) for text in source_texts for sentence in statements(text)
+    return [(sentence, text) for text in source_texts for sentence in _statements_of(text)
             if any(m.claimed & readings_in(sentence) for m in figures)]
 
 
