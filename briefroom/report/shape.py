@@ -28,7 +28,6 @@ from briefroom.report.asking import (
     answers_comparison,
     answers_measure,
     asks_change,
-    asks_count,
     asks_why,
     base_level,
     counts_what_is_asked,
@@ -484,8 +483,7 @@ class _PartWriter:
         passengers, up from…" (the company's name shares "bus" with the part, so scores
         do not tell). An answer an earlier part gave in passing is still this part's."""
         says = Says.of(claim.text)
-        return asks_count(part) and not counts_what_is_asked(claim.text, part) \
-            and any(says.within(earlier) for earlier in self.said_words)
+        return not counts_what_is_asked(claim.text, part) and any(says.within(earlier) for earlier in self.said_words)
 
     def _from_other_subjects(self, claim: Claim) -> bool:
         """Every source the model's sentence cites makes it another subject's, as it would
