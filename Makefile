@@ -57,18 +57,21 @@ test-fast: install
 # the answer keys in scenario.yaml are kept. One: make record-scenarios SCENARIOS=scenarios/zh-rail-ridership
 # Another model's recordings, kept beside the scenario's own in recordings/TAG:
 #   make record-scenarios MODEL=path/to/model.gguf TAG=qwen2.5-coder-1.5b SCENARIOS=scenarios/port-forecast-vs-actual
+# REUSE=1: keep each recorded reply whose prompt the change left as it was (the same
+# model's), and ask the model only the calls it moved (`briefroom research --reuse`).
 SCENARIOS ?= $(sort $(dir $(wildcard scenarios/*/scenario.yaml)))
 MODEL ?=
 TAG ?=
+REUSE ?=
 record-scenarios: install
 	@test -z "$(TAG)" -o -n "$(MODEL)" || { echo "TAG=$(TAG) needs MODEL=the model that records it"; exit 2; }
 	set -e; for s in $(SCENARIOS); do \
 		s=$${s%/}; dest=$$s$(if $(TAG),/recordings/$(TAG)); echo "recording $$dest"; \
-		rm -f $$dest/cassette.jsonl $$dest/report.md $$dest/token_counts.json; \
+		$(if $(REUSE),,rm -f $$dest/cassette.jsonl $$dest/report.md $$dest/token_counts.json;) \
 		$(BIN)/briefroom research "$$($(BIN)/python -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["question"])' $$s/scenario.yaml)" \
 			--corpus $$s/corpus --rounds "$$($(BIN)/python -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["rounds"])' $$s/scenario.yaml)" \
 			$(if $(MODEL),--model "$(MODEL)") \
-			--out /tmp/briefroom-record-$$$$-$$(basename $$s) --record $$dest --data-dir .briefroom-data \
+			--out /tmp/briefroom-record-$$$$-$$(basename $$s) --record $$dest $(if $(REUSE),--reuse) --data-dir .briefroom-data \
 			--no-memory --quiet > /dev/null; \
 	done
 

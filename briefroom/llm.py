@@ -27,6 +27,7 @@ from briefroom.models.cassette import (
     Cassette,
     CassetteChatModel,
     ReplayDivergence,
+    ReplyBank,
     serialize_messages,
 )
 from briefroom.models.content_tool_calls import with_content_tool_calls
@@ -47,6 +48,8 @@ class ModelHandle:
     structured_mode: str  # json_schema | json_object | json_object_schema
     context_window: int
     recorder: Cassette | None = None
+    # A re-recording's earlier replies: an unchanged prompt is answered from it (`ReplyBank`).
+    reuse: ReplyBank | None = None
     label: str = ""
     # "auto": the model decides; "first": one turn forced to the role's first tool, for
     # servers (llama.cpp's generic chat formats) that only call tools when told which.
@@ -69,19 +72,8 @@ class ModelHandle:
             assert_no_secrets(str(message.content), f"the {self.role} prompt")
         check_pairing(messages)  # no tool result without its call, none twice, none missing
         started = time.perf_counter()
-        if self.shared_slots is not None:
-            self.slot = self.shared_slots.take(self.slot)
-        try:
-            reply = self._send(messages, tools, schema, schema_name, force_tool)
-        except ResponseFormatRefused:
-            # The server refused the schema form it was given: step down once to the
-            # next form (the prompt shows the schema either way) and say so in the label.
-            self.structured_mode = "json_object_schema" if self.structured_mode == "json_schema" else "json_object"
-            self.label += f" (structured output: {self.structured_mode}, the endpoint refused json_schema)"
-            reply = self._send(messages, tools, schema, schema_name, force_tool)
-        finally:
-            if self.shared_slots is not None and self.slot is not None:
-                self.shared_slots.give(self.slot)
+        reused = self.reuse.take(self.role, serialize_messages(messages)) if self.reuse is not None else None
+        reply = reused if reused is not None else self._ask_model(messages, tools, schema, schema_name, force_tool)
         latency = time.perf_counter() - started
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=str(getattr(reply, "content", reply)))
@@ -93,6 +85,22 @@ class ModelHandle:
         self.calls += 1
         faults.reached("llm_call")
         return reply, latency
+
+    def _ask_model(self, messages: list[BaseMessage], tools: list[dict] | None, schema: dict | None,
+                   schema_name: str, force_tool: str | None) -> Any:
+        if self.shared_slots is not None:
+            self.slot = self.shared_slots.take(self.slot)
+        try:
+            return self._send(messages, tools, schema, schema_name, force_tool)
+        except ResponseFormatRefused:
+            # The server refused the schema form it was given: step down once to the
+            # next form (the prompt shows the schema either way) and say so in the label.
+            self.structured_mode = "json_object_schema" if self.structured_mode == "json_schema" else "json_object"
+            self.label += f" (structured output: {self.structured_mode}, the endpoint refused json_schema)"
+            return self._send(messages, tools, schema, schema_name, force_tool)
+        finally:
+            if self.shared_slots is not None and self.slot is not None:
+                self.shared_slots.give(self.slot)
 
     def _send(self, messages: list[BaseMessage], tools: list[dict] | None, schema: dict | None,
               schema_name: str, force_tool: str | None) -> Any:
@@ -385,9 +393,11 @@ def endpoint_profile(settings: Settings) -> EndpointProfile:
 
 def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str | None = None,
                embedded_slots: int = 0, embedded_profile: EndpointProfile | None = None,
-               cassette: Cassette | None = None, recorder: Cassette | None = None) -> ModelPool:
+               cassette: Cassette | None = None, recorder: Cassette | None = None,
+               reuse: ReplyBank | None = None) -> ModelPool:
     """`embedded_profile`: what the embedded server said of itself at start (default: a
-    llama.cpp server whose template has tool calls)."""
+    llama.cpp server whose template has tool calls). `reuse`: an earlier recording by the
+    same models, whose replies answer the prompts it holds."""
     pool = ModelPool(slots=embedded_slots)
     for role in roles:
         if cassette is not None:
@@ -429,8 +439,10 @@ def build_pool(settings: Settings, roles: list[str], *, embedded_base_url: str |
                                  tool_mode=tool_mode_for(profile),
                                  slot=len(pool.handles) % profile.slots if profile.kind == "llama.cpp"
                                  and profile.slots > 1 else None)
-        handle.recorder = recorder
+        handle.recorder, handle.reuse = recorder, reuse
         pool.handles[role] = handle
+    if reuse is not None:
+        reuse.check_labels({role: h.label for role, h in pool.handles.items()})
     return pool
 
 

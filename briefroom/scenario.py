@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from briefroom.config import Settings
 from briefroom.errors import ConfigError
-from briefroom.models.cassette import Cassette
+from briefroom.models.cassette import CASSETTE_FILE, Cassette, ReplyBank
 from briefroom.records import Charter
 
 SCENARIO_FILE = "scenario.yaml"
@@ -186,6 +186,16 @@ def load_recorded(directory: Path) -> Recorded:
         raise ConfigError(f"{path}: not a recording's settings ({str(exc).splitlines()[0]})") from exc
     own = {name: getattr(fields, name) for name in RecordingSettings.model_fields}  # typed, not dumped to dicts
     return Recorded(Scenario.load(folder).model_copy(update=own), folder, directory)
+
+
+def recorded_replies(directory: Path) -> ReplyBank:
+    """The replies of the recording in `directory` (a scenario's own or a
+    `recordings/<tag>/` folder), for a re-recording that reuses its unchanged calls."""
+    if not (directory / CASSETTE_FILE).is_file():
+        raise ConfigError(f"--reuse: {directory} holds no recording to reuse (no {CASSETTE_FILE})")
+    recorded = load_recorded(directory)
+    return ReplyBank(Cassette.load(directory).entries,
+                     {role: h.label for role, h in recorded.scenario.handles.items()})
 
 
 def recording_of(folder: Path, tag: str | None) -> Path:

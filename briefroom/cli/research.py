@@ -52,6 +52,9 @@ def research(
     record: Annotated[Optional[Path], typer.Option(help="also save this run as a replayable scenario (into a "
                                                 "scenario's recordings/TAG: as that model's recording of it)")] = None,
     force: Annotated[bool, typer.Option("--force", help="with --record: replace a scenario's recording")] = False,
+    reuse: Annotated[bool, typer.Option("--reuse", help="with --record: replace the recording there, taking the "
+                                        "reply it holds for each prompt that has not changed (same model); only "
+                                        "the calls a change moved are asked of the model")] = False,
     roles_dir: Annotated[list[Path], typer.Option("--roles-dir", help="folder of extra role files")] = [],
     structured: Annotated[Optional[str], typer.Option(help="auto|json_schema|json_object|json_object_schema")] = None,
     context: Annotated[Optional[str], typer.Option(help="layered (default) or naive: the append-everything baseline")] = None,
@@ -128,7 +131,17 @@ def research(
             check_record_target(record, question, list(corpus))
         except BriefroomError as exc:
             raise _fail(str(exc), 2) from None
-    if record is not None and not force:
+    replies = None
+    if reuse:
+        from briefroom.scenario import recorded_replies
+
+        if record is None:
+            raise _fail("--reuse goes with --record: it re-records the recording there", 2)
+        try:
+            replies = recorded_replies(record)
+        except BriefroomError as exc:
+            raise _fail(str(exc), 2) from None
+    if record is not None and not force and not reuse:
         recorded = [name for name in ("cassette.jsonl", "report.md") if (record / name).exists()]
         if recorded:  # before any work: a recording is not replaced by accident
             raise _fail(f"{record} already holds a recording ({', '.join(recorded)}); add --force to replace it "
@@ -149,12 +162,16 @@ def research(
                              mcp_config=mcp_config)
         reviewer = _reviewer(answer, accept=False)
         result = run_research(ResearchRequest(question=question, corpus=list(corpus), out=out, record=record,
-                                              roles_dirs=list(roles_dir),
+                                              reuse=replies, roles_dirs=list(roles_dir),
                                               review=ReviewOptions(plan=review_plan, clarify=clarify),
                                               reviewer=reviewer), settings,
                               progress=_progress(quiet, as_json), on_update=follow_drafts(quiet, as_json))
     if exports and result.report is not None:
         _export(result.run_dir, exports)
+    if replies is not None and record is not None and result.report is not None:  # even --quiet: what --reuse did
+        made = sum(1 for line in (record / "cassette.jsonl").read_text(encoding="utf-8").splitlines() if line.strip())
+        err.print(f"{record}: {replies.reused} of {made} call(s) reused from the recording it replaced, "
+                  f"{made - replies.reused} asked of the model", markup=False)
     _print_result(result, as_json)
     _still_waiting(result, reviewer)
 

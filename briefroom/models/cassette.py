@@ -124,11 +124,7 @@ class Cassette:
             raise ReplayDivergence(f"replay diverged at {role} call #{seq + 1}: the prompt differs from the recording",
                                    diff)
         self._cursor[role] = seq + 1
-        r = entry["response"]
-        return AIMessage(content=r.get("content", ""),
-                         tool_calls=[{"name": t["name"], "args": t["args"], "id": t["id"], "type": "tool_call"}
-                                     for t in r.get("tool_calls", [])],
-                         response_metadata={"finish_reason": r["finish_reason"]} if "finish_reason" in r else {})
+        return recorded_reply(entry["response"])
 
     def seek(self, calls: dict[str, int]) -> None:
         """Continue a replay where a checkpoint left it: `calls` replies per role used."""
@@ -136,6 +132,47 @@ class Cassette:
 
     def unused(self) -> int:
         return len(self.entries) - sum(self._cursor.values())
+
+
+def recorded_reply(r: dict[str, Any]) -> AIMessage:
+    """A cassette entry's response as the reply it was."""
+    return AIMessage(content=r.get("content", ""),
+                     tool_calls=[{"name": t["name"], "args": t["args"], "id": t["id"], "type": "tool_call"}
+                                 for t in r.get("tool_calls", [])],
+                     response_metadata={"finish_reason": r["finish_reason"]} if "finish_reason" in r else {})
+
+
+class ReplyBank:
+    """An earlier recording's replies, by role and prompt, for re-recording after a
+    change: a call whose prompt the recording holds word for word takes the reply the
+    same model gave it then, and only the calls the change moved reach the model.
+
+    Looked up by prompt, not by place: a changed judgement in the middle of a run
+    leaves the calls after it that it did not move (the next part's draft) still
+    reusable. A prompt recorded twice gives its replies in order. A recording by another
+    model would pass off its replies as this model's, so `labels` (role -> the model's
+    label when it recorded) must match the run's (`check_labels`)."""
+
+    def __init__(self, entries: list[dict[str, Any]], labels: dict[str, str]):
+        self.labels = labels
+        self._replies: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for entry in entries:
+            self._replies.setdefault((entry["role"], entry["prompt_sha"]), []).append(entry["response"])
+        self.reused = 0
+
+    def check_labels(self, live: dict[str, str]) -> None:
+        for role, label in live.items():
+            if role in self.labels and self.labels[role] != label:
+                raise ConfigError(f"--reuse: the recording's {role} was {self.labels[role]!r}, this run's is "
+                                  f"{label!r}; a recording reuses only its own model's replies")
+
+    def take(self, role: str, messages: list[dict[str, Any]]) -> AIMessage | None:
+        """The recorded reply to exactly this prompt of this role, once; None: ask the model."""
+        replies = self._replies.get((role, prompt_hash(messages)))
+        if not replies:
+            return None
+        self.reused += 1
+        return recorded_reply(replies.pop(0))
 
 
 class CassetteChatModel(BaseChatModel):

@@ -35,7 +35,8 @@ def model_pool(settings: Settings, request: ResearchRequest, names: list[str], r
             + (f" ({server.free_cores:.1f} core(s) free)" if server.free_cores is not None else "")
             + f", {server.slots} slot(s)")
     pool = request.models or build_pool(settings, names, embedded_base_url=embedded_url, embedded_slots=slots,
-                                        embedded_profile=profile, cassette=request.cassette, recorder=recorder)
+                                        embedded_profile=profile, cassette=request.cassette, recorder=recorder,
+                                        reuse=request.reuse)
     for role, recorded in (request.replay_handles or {}).items():  # a replay answers as the recording did
         if role in pool.handles:
             handle = pool.handles[role]

@@ -20,7 +20,7 @@ from briefroom.config import Settings
 from briefroom.errors import ConfigError
 from briefroom.events import Event
 from briefroom.llm import ModelPool
-from briefroom.models.cassette import Cassette
+from briefroom.models.cassette import Cassette, ReplyBank
 from briefroom.review import ClarifyRequest, PlanReviewRequest, Reviewer, ReviewOptions
 from briefroom.state.schema import AgentState
 
@@ -39,6 +39,7 @@ class ResearchRequest:
     roles_dirs: list[Path] = field(default_factory=list)
     record: Path | None = None
     cassette: Cassette | None = None
+    reuse: ReplyBank | None = None  # with `record`: the recording it replaces, for its unchanged calls
     replay_handles: dict[str, Any] | None = None  # scenario.RecordedHandle per role
     models: ModelPool | None = None  # bring your own LangChain chat models (tests, library use)
     tools: dict[str, Any] = field(default_factory=dict)  # replace or add tools by name (protocol.tools.Tool)

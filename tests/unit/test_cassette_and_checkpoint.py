@@ -3,15 +3,19 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
+from briefroom.errors import ConfigError
 from briefroom.graph.checkpoint import serializer
+from briefroom.llm import ModelHandle
 from briefroom.models.cassette import (
     Cassette,
     CassetteChatModel,
     ReplayDivergence,
+    ReplyBank,
     serialize_messages,
 )
 from briefroom.protocol.messages import MsgType, make_message
 from briefroom.records import Charter
+from tests.fakes import ScriptedChatModel
 
 
 def test_cassette_replays_in_order_and_reports_divergence_as_a_diff(tmp_path):
@@ -40,6 +44,31 @@ def test_a_reply_cut_at_the_output_cap_replays_as_cut(tmp_path):
     cut, whole = model.invoke([HumanMessage(content="draft")]), model.invoke([HumanMessage(content="draft")])
     assert cut.response_metadata.get("finish_reason") == "length"
     assert whole.response_metadata.get("finish_reason") != "length"
+
+
+def test_a_re_recording_takes_the_reply_to_an_unchanged_prompt_and_asks_the_model_the_rest():
+    earlier = Cassette()
+    for prompt, reply in (("draft part 1", "A"), ("judge: reason last", "old verdict"), ("draft part 2", "B")):
+        earlier.record("writer", serialize_messages([HumanMessage(content=prompt)]), AIMessage(content=reply))
+    earlier.record("critic", serialize_messages([HumanMessage(content="draft part 1")]), AIMessage(content="C"))
+    model = ScriptedChatModel(["new verdict", "asked again"])
+    recorder = Cassette()
+    handle = ModelHandle("writer", "scripted", "m", model, "json_object", 8192, recorder=recorder,
+                         reuse=ReplyBank(earlier.entries, {"writer": "m"}))
+    said = [handle.invoke([HumanMessage(content=p)])[0].content
+            for p in ("draft part 1", "judge: reason first", "draft part 2", "draft part 1")]
+    # the changed prompt, and an unchanged one asked more often than recorded, reach the model
+    assert said == ["A", "new verdict", "B", "asked again"]
+    assert len(model.calls) == 2 and handle.reuse is not None and handle.reuse.reused == 2
+    assert [e["response"]["content"] for e in recorder.entries] == said  # the new recording holds every call
+    assert handle.calls == 4
+
+
+def test_a_recording_reuses_only_its_own_models_replies():
+    bank = ReplyBank([], {"writer": "embedded qwen2.5-coder-1.5b (llama.cpp, local)"})
+    bank.check_labels({"writer": "embedded qwen2.5-coder-1.5b (llama.cpp, local)", "critic": "any"})
+    with pytest.raises(ConfigError, match="--reuse: the recording's writer was 'embedded qwen2.5"):
+        bank.check_labels({"writer": "embedded smollm2-135m-instruct (llama.cpp, local)"})
 
 
 def test_broken_cassette_line_is_a_config_error(tmp_path):

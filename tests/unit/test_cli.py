@@ -295,6 +295,52 @@ def test_a_draft_outline_is_its_headings_and_the_first_line_under_the_first():
     assert lines[1].startswith("report accepted (revision 0)")
 
 
+def test_a_re_recording_with_reuse_asks_the_model_only_what_changed(tmp_path):
+    import json
+
+    import yaml
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# Cloud\n\nPublic cloud spending will reach 723 billion USD in 2026.\n")
+    scenario = tmp_path / "scenario"
+    question = "How big is the cloud market?"
+
+    def record(*extra: str, run: str):
+        return runner.invoke(app, ["research", question, "--corpus", str(corpus), "--model", "test", "--record",
+                                   str(scenario), "--out", str(tmp_path / run), "--data-dir", str(tmp_path / "data"),
+                                   "--no-memory", *extra])
+
+    assert record("-q", run="first").exit_code == 0
+    entries = [json.loads(line) for line in (scenario / "cassette.jsonl").read_text().splitlines()]
+    report = (scenario / "report.md").read_text()
+    # a prompt "changed since": the earlier recording's last writer call no longer matches
+    last_writer = max(n for n, e in enumerate(entries) if e["role"] == "writer")
+    edited = [dict(e, prompt_sha="0" * 64) if n == last_writer else e for n, e in enumerate(entries)]
+    (scenario / "cassette.jsonl").write_text("".join(json.dumps(e) + "\n" for e in edited))
+    result = record("--reuse", run="second")
+    assert result.exit_code == 0, result.output
+    n = len(entries)
+    assert f"{n - 1} of {n} call(s) reused from the recording it replaced, 1 asked of the model" in result.output
+    assert (scenario / "report.md").read_text() == report
+    assert [json.loads(line)["prompt_sha"] for line in (scenario / "cassette.jsonl").read_text().splitlines()] == [
+        e["prompt_sha"] for e in entries]  # the new recording is whole again
+
+    assert "--reuse goes with --record" in runner.invoke(app, ["research", question, "--corpus", str(corpus),
+                                                               "--model", "test", "--reuse"]).output
+    fields = yaml.safe_load((scenario / "scenario.yaml").read_text())
+    fields["handles"]["writer"]["label"] = "embedded smollm2-135m-instruct (llama.cpp, local)"
+    (scenario / "scenario.yaml").write_text(yaml.safe_dump(fields))
+    other = record("--reuse", run="fourth")
+    assert other.exit_code != 0
+    assert "--reuse: the recording's writer was 'embedded smollm2-135m-instruct" in other.output
+    nothing = tmp_path / "nothing"
+    nothing.mkdir()
+    refused = runner.invoke(app, ["research", question, "--corpus", str(corpus), "--model", "test", "--record",
+                                  str(nothing), "--reuse"])
+    assert refused.exit_code == 2 and "holds no recording to reuse" in refused.output
+
+
 def test_a_re_recording_keeps_what_a_person_wrote_about_the_scenario(tmp_path):
     import yaml
 
