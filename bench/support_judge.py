@@ -9,11 +9,14 @@ pass and how many unsupported ones are caught: by the model alone, and by code a
 model together (a sentence code refuses is refused; one that restates its passage is not
 judged; the rest stand or fall by the model's verdict).
 
-The judgement call is made as a run makes it: the Writer's system message and, unless
-`--bare`, the context a run put before the task (the recorded whiteboard of a dev run),
-taken from a recorded judgement call in `--cassette`.
+The judgement call is made as a run makes it: the Writer's system message (role,
+charter, output format) and whatever the recorded judgement call in `--cassette` put
+before the task — nothing, now that the judgement is asked without the run's context
+(`prompting.focused_prompt`); a cassette recorded before that (git history) measures it
+with the run's whiteboard before the task. The reason comes before the verdict, unless
+`--verdict-first`.
 
-    python -m bench.support_judge --model FILE.gguf [--variant my.md] [--bare] [--batch 6] > out.json
+    python -m bench.support_judge --model FILE.gguf [--variant my.md] [--verdict-first] [--batch 6] > out.json
 
 Dev data only: tune the judgement on the development split, never on the test split.
 """
@@ -42,16 +45,17 @@ _TASK = "## Current task\n"
 _JUDGE_TASK = "Judge each sentence below"
 
 
-class ReasonedVerdict(BaseModel):
-    """`SupportVerdict` with the reason asked before the verdict (`--reason-first`)."""
+class VerdictFirst(BaseModel):
+    """`SupportVerdict` with the verdict asked before its reason (`--verdict-first`), as
+    the Writer asked it before: the 1.5B then often reasoned against its own verdict."""
 
     sentence_id: str = SupportVerdict.model_fields["sentence_id"]
-    reason: str = SupportVerdict.model_fields["reason"]
     verdict: Literal["supported", "unsupported"] = SupportVerdict.model_fields["verdict"]
+    reason: str = SupportVerdict.model_fields["reason"]
 
 
-class ReasonedReview(BaseModel):
-    verdicts: list[ReasonedVerdict] = Field(min_length=1)
+class VerdictFirstReview(BaseModel):
+    verdicts: list[VerdictFirst] = Field(min_length=1)
 
 
 def recorded_judgement(cassette: Path) -> tuple[str, str]:
@@ -69,7 +73,7 @@ def source_id(passage: str) -> str:
 
 
 def judge_batch(base_url: str, rows: list[dict], system: str, head: str, template: str | None,
-                reason_first: bool = False) -> tuple[dict[int, str] | None, str, float]:
+                verdict_first: bool = False) -> tuple[dict[int, str] | None, str, float]:
     """{index in `rows`: why unsupported} by the model (None: no valid verdict), its raw
     reply, the seconds."""
     claims = [Claim(text=row["sentence"], source_ids=[source_id(row["passage"])]) for row in rows]
@@ -77,7 +81,7 @@ def judge_batch(base_url: str, rows: list[dict], system: str, head: str, templat
     task, ids = support_task(claims, texts, template)
     task += allowed_values({"sentence_id": ids}, {"verdicts": len(ids)})
     messages = [{"role": "system", "content": system}, {"role": "user", "content": head + _TASK + task}]
-    review = ReasonedReview if reason_first else SupportReview
+    review = VerdictFirstReview if verdict_first else SupportReview
     schema = constrain_schema(review.model_json_schema(), {"sentence_id": ids}, {"verdicts": len(ids)})
     reply, seconds = structured_reply(base_url, messages, schema)
     try:
@@ -109,8 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=Path, default=PAIRS)
     parser.add_argument("--cassette", type=Path, default=CASSETTE, help="a dev recording holding a judgement call")
     parser.add_argument("--variant", type=Path, help="the task to try (default: the shipped writer_support.md)")
-    parser.add_argument("--bare", action="store_true", help="without the run's context before the task")
-    parser.add_argument("--reason-first", action="store_true", help="the reason asked before the verdict")
+    parser.add_argument("--verdict-first", action="store_true", help="the verdict asked before its reason")
     parser.add_argument("--batch", type=int, default=6, help="sentences a call, as in a draft")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -123,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     with EmbeddedServer(model_path=args.model, threads=args.threads) as server:
         for start in range(0, len(rows), args.batch):
             batch = rows[start:start + args.batch]
-            judged, reply, seconds = judge_batch(server.base_url, batch, system, "" if args.bare else head, template,
-                                                   args.reason_first)
+            judged, reply, seconds = judge_batch(server.base_url, batch, system, head, template,
+                                                   args.verdict_first)
             unjudged += len(batch) if judged is None else 0
             out = judged or {}
             refused |= {start + k for k in out}
@@ -132,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
                           "model": "unsupported" if k in out else "supported", "reason": out.get(k, "")}
                          for k, row in enumerate(batch)]
             print(f"pairs {start + 1}-{start + len(batch)}: {len(out)} refused ({seconds} s)", file=sys.stderr)
-    print(json.dumps({"summary": {**tally(rows, refused), "unjudged": unjudged}, "bare": args.bare,
-                      "reason_first": args.reason_first, "batch": args.batch,
+    print(json.dumps({"summary": {**tally(rows, refused), "unjudged": unjudged},
+                      "verdict_first": args.verdict_first, "batch": args.batch,
                       "variant": str(args.variant or "writer_support.md"), "verdicts": verdicts},
                      ensure_ascii=False, indent=1))
     return 0

@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
 from briefroom.agents.model_calls import CallLog, check_run_budget
-from briefroom.agents.prompting import layered_prompt, naive_prompt, passage_item
+from briefroom.agents.prompting import focused_prompt, layered_prompt, naive_prompt, passage_item
 from briefroom.agents.role import Role
 from briefroom.agents.run_context import RunContext
 from briefroom.agents.structured import MAX_CONTRACT_RETRIES, constrain_schema, parse_json_object
@@ -270,13 +270,15 @@ class Turn:
 
     # --- prompts -------------------------------------------------------------------
     def build_prompt(self, task: str, *, material: list[Item] | None = None, facts: list[Fact] | None = None,
-                     schema: dict | None = None, tools: list[dict] | None = None) -> BuiltPrompt:
+                     schema: dict | None = None, tools: list[dict] | None = None, focused: bool = False) -> BuiltPrompt:
         handle = self.ctx.models.for_role(self.worker)
         # What the template and the tool definitions add comes off the window first: the
         # budget is then in the tokens the server will count.
         framing = self.ctx.counter.framing(tools, 2)
         window = input_budget(handle.context_window) - framing
-        if self.ctx.context_strategy == "naive":
+        if focused:
+            built = focused_prompt(self, task, schema, self._compacted(min(self.role.budget_tokens, window)))
+        elif self.ctx.context_strategy == "naive":
             built = naive_prompt(self, task, material or [], facts or [], schema, tools, window)
         else:
             built = layered_prompt(self, task, material or [], facts or [], schema, tools,
@@ -286,10 +288,11 @@ class Turn:
 
     def ask(self, task: str, output: type[T], *, material: list[Item] | None = None, facts: list[Fact] | None = None,
             enums: dict[str, list[str]] | None = None, check: Callable[[T], list[str]] | None = None,
-            max_items: dict[str, int] | None = None, give_up_when_cut: bool = False) -> T:
+            max_items: dict[str, int] | None = None, give_up_when_cut: bool = False, focused: bool = False) -> T:
         """Structured output: prompt -> model -> JSON -> pydantic, with bounded correction.
         `give_up_when_cut`: for a caller with a fallback, a reply cut at the output cap
-        ends the asking at once instead of being corrected."""
+        ends the asking at once instead of being corrected. `focused`: the model sees the
+        role, the charter and the task only (`prompting.focused_prompt`)."""
         base = output.model_json_schema()
         schema = constrain_schema(base, enums or {}, max_items)
         # The prompt shows the schema without this call's allowed values, which change
@@ -299,7 +302,7 @@ class Turn:
         # still gets the constrained schema (llama.cpp makes it a grammar).
         shown = base if enums or max_items else schema
         prompt = self.build_prompt(task + allowed_values(enums or {}, max_items or {}), material=material,
-                                   facts=facts, schema=shown)
+                                   facts=facts, schema=shown, focused=focused)
         messages = list(prompt.messages)
         handle = self.ctx.models.for_role(self.worker)
         last_error = ""

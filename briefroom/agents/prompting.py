@@ -268,6 +268,17 @@ def layered_prompt(turn: PromptTurn, task: str, material: list[Item], facts: lis
     return builder.build(stable_sections(turn, schema, tools), dynamic, task_section, prefiltered)
 
 
+def focused_prompt(turn: PromptTurn, task: str, schema: dict | None, budget: int) -> BuiltPrompt:
+    """Role, charter, output format and the task, nothing of the run's context: for a
+    check whose task holds all it needs (a sentence beside the passages it cites). The
+    whiteboard's rejections ("…is not relevant to the goal") otherwise became Qwen2.5-
+    Coder-1.5B's reasons to refuse supported sentences (`bench.support_judge`)."""
+    builder = ContextBuilder(turn.ctx.counter, budget, shares={**DEFAULT_SHARES, **turn.ctx.shares},
+                             floors={**DEFAULT_FLOORS, **turn.ctx.floors})
+    return builder.build(stable_sections(turn, schema, None), [],
+                         Section("task", "## Current task", [Item("task", task, Priority.P0)]), [])
+
+
 def naive_prompt(turn: PromptTurn, task: str, material: list[Item], facts: list[Fact], schema: dict | None,
                  tools: list[dict] | None, budget: int) -> BuiltPrompt:
     """Everything, to everyone, in arrival order; only the model's window limits it."""

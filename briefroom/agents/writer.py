@@ -149,7 +149,8 @@ def support_judge(turn: Turn, texts: dict[str, str]) -> Judge:
 
     def judged(claims: list[Claim]) -> dict[int, str]:
         task, ids = support_task(claims, texts)
-        review = turn.ask(task, SupportReview, enums={"sentence_id": ids}, max_items={"verdicts": len(ids)})
+        review = turn.ask(task, SupportReview, enums={"sentence_id": ids}, max_items={"verdicts": len(ids)},
+                          focused=True)
         return unsupported_in(review, ids)
 
     return judge

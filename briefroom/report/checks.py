@@ -87,7 +87,8 @@ def names(text: str) -> set[str]:
     TEU, GW), and do not open the sentence (a capital there is grammar: "Adopted by the
     Port of Halvik Authority…"; a one-word name opening it goes unchecked). Chinese writes
     names without a mark code could rely on (青川市 and 全市 look alike), so Chinese
-    sentences have none here and the model's judgement covers them."""
+    sentences have none here: their places are read from the titles of the run's
+    sources (`places_of_other_sources`), the rest is the model's judgement."""
     opening = _OPENING.match(text)
     return {m.group(1) for m in _NAME.finditer(text)
             if m.group(1) not in _NOT_NAMES and not (m.group(1).isupper() and len(m.group(1)) <= 4)
@@ -237,11 +238,33 @@ class Problem:
         return f"{self.kind}: {self.detail} — in: {self.where[:160]}"
 
 
+# A Chinese place as a document's title opens with it: "澄江省2025年风电发展情况",
+# "青川市公安局：…". Two to four characters and the unit; the shortest that ends in one.
+_ZH_PLACE = re.compile(r"([\u4e00-\u9fff]{2,4}?(?:自治区|省|市|县|州))")
+
+
+def places_of_other_sources(claim_text: str, cited: list[str], others: list[str]) -> list[str]:
+    """The Chinese places a claim names that open the title of a source of the run and
+    that no cited source names: "截至2025年底，澄江省风电累计并网装机容量为1268万千瓦"
+    citing 岚江省's bulletin ("全省…1268万千瓦") gives 岚江's figure to the neighbouring
+    province another document is about. Chinese marks no name (`names`), so a place is
+    read only where a title gives it; a claim naming a place its cited source names passes."""
+    titled = (title_line(text) or "" for text in others)
+    places = dict.fromkeys(m.group(1) for t in titled if (m := _ZH_PLACE.match(t.lstrip("# "))))
+    return [p for p in places if p in claim_text and not any(p in text for text in cited)]
+
+
 def misplaced_figure(claim: Claim, source_texts: dict[str, str]) -> Problem | None:
     """A `misattributed_figure` problem when the claim gives its figure to a name its
-    cited sentences do not (`unnamed_beside_figures`)."""
+    cited sentences do not (`unnamed_beside_figures`), or names a place another source
+    of the run is about and none of its cited ones names (`places_of_other_sources`)."""
     cited = [sid for sid in claim.source_ids if sid in source_texts]
-    missing = unnamed_beside_figures(claim.text, [source_texts[sid] for sid in cited])
+    texts = [source_texts[sid] for sid in cited]
+    elsewhere = places_of_other_sources(claim.text, texts, list(source_texts.values()))
+    if elsewhere:
+        return Problem("misattributed_figure", claim.text,
+                       f"it names {', '.join(elsewhere)}, which no cited source ({', '.join(cited)}) names")
+    missing = unnamed_beside_figures(claim.text, texts)
     if not missing:
         return None
     return Problem("misattributed_figure", claim.text,

@@ -162,11 +162,13 @@ def anchor(claim: Claim, source_texts: dict[str, str]) -> tuple[str, str] | None
 
 
 class SupportVerdict(BaseModel):
+    # the reason before the verdict: asked after it, Qwen2.5-Coder-1.5B's reasons often
+    # said the passage states the sentence under "unsupported" (bench.support_judge)
     sentence_id: str = Field(json_schema_extra={"x-fill": "distinct"})
+    reason: str = Field(min_length=2, max_length=300, json_schema_extra={"maxLength": 160})
     verdict: Literal["supported", "unsupported"] = Field(
         description="supported: the cited passages say this (a faithful paraphrase counts); unsupported: they "
                     "do not, or say something else")
-    reason: str = Field(min_length=2, max_length=300, json_schema_extra={"maxLength": 160})
 
 
 class SupportReview(BaseModel):

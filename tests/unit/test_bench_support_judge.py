@@ -17,10 +17,11 @@ ROWS = [
 ]
 
 
-def test_the_recorded_judgement_call_gives_the_writers_system_message_and_context():
+def test_the_recorded_judgement_call_is_focused_on_its_task():
     system, head = sj.recorded_judgement(sj.CASSETTE)
-    assert system.startswith("## Role\nYou are the Writer")
-    assert "## Whiteboard" in head and "Judge each sentence" not in head
+    # role, charter and output format in the system message; none of the run's context before the task
+    assert system.startswith("## Role\nYou are the Writer") and "## Charter" in system and "## Output format" in system
+    assert head == ""
 
 
 def test_a_batch_is_asked_as_the_writer_asks_it_and_its_verdicts_read(monkeypatch):
@@ -57,7 +58,7 @@ def test_code_refuses_first_and_a_restatement_is_not_judged():
     assert sj.tally(ROWS, refused_by_model=set())["code_and_model"] == {"supported_pass": 1, "unsupported_caught": 1}
 
 
-def test_reason_first_asks_the_reason_before_the_verdict(monkeypatch):
+def test_the_reason_comes_before_the_verdict_unless_verdict_first(monkeypatch):
     asked = {}
 
     def reply(base_url, messages, schema):
@@ -66,7 +67,7 @@ def test_reason_first_asks_the_reason_before_the_verdict(monkeypatch):
                                          "verdict": "supported"}]}), 1.0
 
     monkeypatch.setattr(sj, "structured_reply", reply)
-    out, _, _ = sj.judge_batch("http://127.0.0.1:1/v1", ROWS[:1], "S", "", None, reason_first=True)
-    assert out == {}
-    fields = list(asked["schema"]["$defs"]["ReasonedVerdict"]["properties"])
-    assert fields == ["sentence_id", "reason", "verdict"]
+    assert sj.judge_batch("http://127.0.0.1:1/v1", ROWS[:1], "S", "", None)[0] == {}
+    assert list(asked["schema"]["$defs"]["SupportVerdict"]["properties"]) == ["sentence_id", "reason", "verdict"]
+    assert sj.judge_batch("http://127.0.0.1:1/v1", ROWS[:1], "S", "", None, verdict_first=True)[0] == {}
+    assert list(asked["schema"]["$defs"]["VerdictFirst"]["properties"]) == ["sentence_id", "verdict", "reason"]

@@ -192,6 +192,21 @@ def test_a_name_that_only_qualifies_what_the_figure_sentence_speaks_of_is_no_mov
     assert "misattributed_figure" in kinds_in(invented, stats)
 
 
+def test_a_chinese_sentence_naming_a_place_another_source_is_about_fails():
+    # invented provinces, as in the suite: the bulletin speaks of 全省, its title names 岚江省
+    texts = {"B": "# 岚江省2025年能源发展统计公报\n\n截至2025年底，全省风电累计并网装机容量达到1268万千瓦。",
+             "C": "# 澄江省2025年风电发展情况\n\n截至2025年底，澄江省风电累计并网装机容量为934万千瓦。",
+             "P": "# 关于2025年全省风电的说明\n\n全省风电装机容量继续增长。"}
+    moved = Claim(text="截至2025年底，澄江省风电累计并网装机容量为1268万千瓦。", source_ids=["B"])
+    problem = code_problems(moved, texts)[0]
+    assert problem.kind == "misattributed_figure" and "澄江省" in problem.detail
+    # the place its cited source names, or the neighbour's own figure from the neighbour's document, pass
+    assert kinds_in(Claim(text="截至2025年底，岚江省风电累计并网装机容量为1268万千瓦。", source_ids=["B"]), texts) == []
+    assert kinds_in(Claim(text="截至2025年底，澄江省风电累计并网装机容量为934万千瓦。", source_ids=["C"]), texts) == []
+    # a title that opens with no place ("关于…全省") gives none
+    assert kinds_in(Claim(text="全省风电装机容量继续增长。", source_ids=["B"]), texts) == []
+
+
 def kinds_in(claim: Claim, texts: dict[str, str]) -> list[str]:
     return [p.kind for p in code_problems(claim, texts)]
 
