@@ -249,9 +249,16 @@ def places_of_other_sources(claim_text: str, cited: list[str], others: list[str]
     citing 岚江省's bulletin ("全省…1268万千瓦") gives 岚江's figure to the neighbouring
     province another document is about. Chinese marks no name (`names`), so a place is
     read only where a title gives it; a claim naming a place its cited source names passes."""
-    titled = (title_line(text) or "" for text in others)
-    places = dict.fromkeys(m.group(1) for t in titled if (m := _ZH_PLACE.match(t.lstrip("# "))))
+    places = dict.fromkeys(p for text in others if (p := _place_of_title(text)))
     return [p for p in places if p in claim_text and not any(p in text for text in cited)]
+
+
+@lru_cache(maxsize=4096)
+def _place_of_title(text: str) -> str | None:
+    """The place a source's title opens with, read once a source (every draft sentence
+    is checked against every source of the run)."""
+    found = _ZH_PLACE.match((title_line(text) or "").lstrip("# "))
+    return found.group(1) if found else None
 
 
 def misplaced_figure(claim: Claim, source_texts: dict[str, str]) -> Problem | None:
