@@ -188,6 +188,17 @@ def _year_of(text: str, mention: Mention) -> set[str]:
     return set() if STATES_CHANGE.search(clause) else set(YEAR.findall(clause))
 
 
+# "1. " / "2) " / "3、" opening a sentence: the number of an item in a list.
+_ENUMERATOR = re.compile(r"\s*\d{1,2}(?:[.)．]\s+|、)")
+
+
+def _enumerates(text: str, mention: Mention) -> bool:
+    """The figure opens the sentence as a list item's number ("1. 2025年末…4860辆"): it is
+    given to no year, whatever year the item names."""
+    opening = _ENUMERATOR.match(text)
+    return opening is not None and not text[:mention.start].strip() and mention.end <= opening.end()
+
+
 def misdated_figure(claim: Claim, source_texts: dict[str, str]) -> Problem | None:
     """A `misdated_figure` problem when the claim gives a figure to a year that no cited
     sentence holding it gives it to: "Saltmere handled 2.96 million TEU in 2024" citing
@@ -198,6 +209,8 @@ def misdated_figure(claim: Claim, source_texts: dict[str, str]) -> Problem | Non
     passes."""
     texts = [source_texts[sid] for sid in claim.source_ids if sid in source_texts]
     for mention in figure_mentions(claim.text):
+        if _enumerates(claim.text, mention):
+            continue
         said = _year_of(claim.text, mention)
         if not said:
             continue

@@ -286,3 +286,15 @@ def test_a_sentence_copied_from_one_source_and_citing_another_cites_the_one_it_c
     assert fixed.short_answer.source_ids == ["MIN"] and fixed.sections[0].claims[0].source_ids == ["MIN"]
     own = Claim(text="Rail emitted less CO2 than flights on the corridor in 2025.", source_ids=["LCA"])
     assert narrowed_citations(draft.model_copy(update={"short_answer": own}), texts).short_answer == own  # no copy
+
+
+def test_a_list_items_number_is_given_to_no_year():
+    # the draft numbers its items; the source holds a 1 dated 2026 (its January)
+    texts = {"F": "出行论坛 · 网友帖子（2026年1月）\n\n全市2025年末新能源公交车保有量为4860辆。"}
+    item = Claim(text="1. 2025年末全市新能源公交车保有量为4860辆。", source_ids=["F"])
+    assert "misdated_figure" not in kinds_in(item, texts)
+    # the item's own figure is still read with its year, and a decimal is no item number
+    assert "misdated_figure" in kinds_in(Claim(text="2. 2026年末全市新能源公交车保有量为4860辆。", source_ids=["F"]), texts)
+    decimal = {"P": "Port of Tarnow statistics\n\nThe port handled 1.5 million TEU in 2025."}
+    assert "misdated_figure" in kinds_in(Claim(text="1.5 million TEU passed through the port in 2024.",
+                                               source_ids=["P"]), decimal)
