@@ -72,7 +72,9 @@ class ModelHandle:
             assert_no_secrets(str(message.content), f"the {self.role} prompt")
         check_pairing(messages)  # no tool result without its call, none twice, none missing
         started = time.perf_counter()
-        reused = self.reuse.take(self.role, serialize_messages(messages)) if self.reuse is not None else None
+        # serialized once for the recording's lookup and its record, only when either is kept
+        sent = serialize_messages(messages) if self.reuse is not None or self.recorder is not None else []
+        reused = self.reuse.take(self.role, sent) if self.reuse is not None else None
         reply = reused if reused is not None else self._ask_model(messages, tools, schema, schema_name, force_tool)
         latency = time.perf_counter() - started
         if not isinstance(reply, AIMessage):
@@ -81,7 +83,7 @@ class ModelHandle:
         if tools:
             reply = with_content_tool_calls(reply, tools)
         if self.recorder is not None:
-            self.recorder.record(self.role, serialize_messages(messages), reply)
+            self.recorder.record(self.role, sent, reply)
         self.calls += 1
         faults.reached("llm_call")
         return reply, latency

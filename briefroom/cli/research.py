@@ -169,7 +169,9 @@ def research(
     if exports and result.report is not None:
         _export(result.run_dir, exports)
     if replies is not None and record is not None and result.report is not None:  # even --quiet: what --reuse did
-        made = sum(1 for line in (record / "cassette.jsonl").read_text(encoding="utf-8").splitlines() if line.strip())
+        from briefroom.models.cassette import Cassette
+
+        made = len(Cassette.load(record).entries)
         err.print(f"{record}: {replies.reused} of {made} call(s) reused from the recording it replaced, "
                   f"{made - replies.reused} asked of the model", markup=False)
     _print_result(result, as_json)
