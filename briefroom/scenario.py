@@ -206,9 +206,14 @@ def recording_of(folder: Path, tag: str | None) -> Path:
 def check_record_target(directory: Path, question: str, corpus: list[Path]) -> None:
     """Before a recording run: a recording folder of a scenario records that scenario's
     question over its corpus (document paths are part of the prompts), or its replay
-    would answer another question."""
+    would answer another question. A scenario folder's own scenario.yaml, whose answer key
+    the recording keeps, must load before the run, not after it: a key that does not
+    validate ("must_not: [36.9]", a number where a string goes) ended a twenty-minute
+    recording with nothing saved."""
     folder = parent_scenario(directory)
     if folder is None:
+        if (directory / SCENARIO_FILE).exists():
+            Scenario.load(directory)
         return
     scenario = Scenario.load(folder)
     if " ".join(question.split()) != " ".join(scenario.question.split()):

@@ -12,6 +12,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 
 from briefroom.protocol.statements import directive
 from briefroom.records import Fact, RoundRecord, RoundSummary, SummaryPoint  # noqa: F401 (re-exported
@@ -93,13 +94,77 @@ def _table(para: str) -> bool:
     return bool(lines) and all(line.startswith("|") for line in lines)
 
 
+# The line under a table's header: "|------|:---:|".
+_TABLE_RULE = re.compile(r"^\|?(?:\s*:?-{2,}:?\s*\|)+\s*:?(?:-{2,}:?)?\s*$")
+_EMPTY_CELLS = frozenset({"", "-", "–", "—", "n/a", "…", "..."})
+
+
+def _cells(line: str) -> list[str]:
+    return [" ".join(cell.split()) for cell in line.strip().strip("|").split("|")]
+
+
+def _caption(para: str) -> str:
+    """What a table counts, from the paragraph before it: a heading, or a line ending in
+    a colon ("Visits per calendar year:"); empty when it is neither."""
+    lines = [line.strip() for line in para.splitlines() if line.strip()]
+    if len(lines) != 1:
+        return ""
+    line = lines[0]
+    if line.startswith("#"):
+        return line.lstrip("#").strip()
+    return line.rstrip(":：").strip() if line.endswith((":", "：")) else ""
+
+
+def table_readings(para: str, caption: str = "") -> list[str]:
+    """A Markdown table read cell by cell, each cell a statement naming its row, its
+    column and, when the paragraph before says, what the table counts: "Visits per
+    calendar year — 2021, Maritime Museum: 182,400." A statistics office gives its years
+    in a table and one of them in prose; read as prose the rows join into one "sentence"
+    of a dozen figures with no verb, so the years before were out of any quote, evidence
+    or support check. Only a table with a header (the rule line under its first row): a
+    passage that starts inside a long table has lost its header, and its first row read
+    as one would name every cell wrongly."""
+    lines = [line for line in para.splitlines() if line.strip()]
+    if len(lines) < 3 or not _TABLE_RULE.match(lines[1].strip()):
+        return []
+    header = _cells(lines[0])
+    cjk = is_cjk(para + caption)
+    lead = f"{caption}——" if cjk and caption else f"{caption} — " if caption else ""
+    out = []
+    for line in lines[2:]:
+        row = _cells(line)
+        for column, cell in zip(header[1:], row[1:]):
+            if cell.lower() in _EMPTY_CELLS or not row[0]:
+                continue
+            out.append(f"{lead}{row[0]}，{column}：{cell}。" if cjk else f"{lead}{row[0]}, {column}: {cell}.")
+    return out
+
+
+@lru_cache(maxsize=256)
+def table_cells(text: str) -> frozenset[str]:
+    """The `table_readings` among `text`'s statements: a check reading a statement clause by
+    clause must read one of these whole, its year standing in its row or column, not in
+    the figure's clause ("2025, Maritime Museum: 451,300.")."""
+    paragraphs = _PARAGRAPH.split(text)[::2]
+    return frozenset(cell for before, para in zip(["", *paragraphs], paragraphs)
+                     if _table(para) and not _addresses_reader(para) for cell in table_readings(para, _caption(before)))
+
+
 def statements(text: str) -> list[str]:
     """`sentences` that state something: what code may quote from a source (a verified
-    fact, a report's lead or short answer), never a paragraph addressing the reader, nor
-    a table, whose rows joined read as one "sentence" of a dozen figures with no verb (its
-    figures still stand in the passage a claim is checked against)."""
-    return [s for para in _PARAGRAPH.split(text)[::2] if not _addresses_reader(para) and not _table(para)
-            for s in _paragraph_sentences(para)]
+    fact, a report's lead or short answer), never a paragraph addressing the reader; a
+    table is read cell by cell (`table_readings`), its figures standing in the passage a
+    claim is checked against as well."""
+    paragraphs = _PARAGRAPH.split(text)[::2]
+    out: list[str] = []
+    for before, para in zip(["", *paragraphs], paragraphs):
+        if _addresses_reader(para):
+            continue
+        if _table(para):
+            out.extend(table_readings(para, _caption(before)))
+        else:
+            out.extend(_paragraph_sentences(para))
+    return out
 
 
 def quotable(text: str) -> str:

@@ -83,8 +83,10 @@ _MONEY = re.compile(r"[$€£¥₹]|\b(?:USD|EUR|GBP|CNY|RMB|JPY|dollars?|euros?
 # Money measures that are not interchangeable: a household tariff is not what water
 # costs to produce, sales are not spending. A sentence answers a money question only
 # with the measure the question names (or a word for the same measure).
-_COST = re.compile(r"\bcost(?:s|ing)?\b|\bexpenses?\b|成本", re.I)
-_PRICE = re.compile(r"\bpric(?:e|es|ed|ing)\b|\btariffs?\b|\bfees?\b|\bcharged?\b|价格|电价|票价|收费", re.I)
+# "cheaper … by 6.5 euros" speaks of what a thing costs, or of its price, as "costs" does.
+_CHEAPER = r"\bcheap(?:er|est)\b|\bdear(?:er|est)\b|\bcostl(?:ier|iest)\b"
+_COST = re.compile(r"\bcost(?:s|ing)?\b|\bexpenses?\b|成本|" + _CHEAPER, re.I)
+_PRICE = re.compile(r"\bpric(?:e|es|ed|ing)\b|\btariffs?\b|\bfees?\b|\bcharged?\b|价格|电价|票价|收费|" + _CHEAPER, re.I)
 _MEASURES = [_COST, _PRICE, *(re.compile(p, re.I) for p in (
     r"\brevenues?\b|\bsales\b|\bturnover\b|\bincome\b|收入|营收",
     r"\bspen(?:d|ding|t)\b|\bexpenditures?\b|支出|花费",
@@ -137,8 +139,24 @@ def answers_comparison(text: str, part: str) -> bool:
     if not asks_change(part) or not figures(text):
         return False
     if only_by_how_much(part):
-        return bool(STATES_CHANGE.search(text) or _TIMES.search(text))
+        return bool(STATES_CHANGE.search(text)) or differs_between(text)
     return bool(set(YEAR.findall(part)) & set(YEAR.findall(text))) and bool(STATES_CHANGE.search(text))
+
+
+# A difference between the things a question compares, not a change over time: "cheaper
+# of the two …, by 6.5 euros", "a gap of 5.1 euros", "143 grams less than a flight" (not
+# "3.0 percent more than in 2024", nor "more than 2 million").
+_DIFFERENCE_BETWEEN = re.compile(
+    r"\b(?:cheaper|dearer|costlier|higher|lower|larger|smaller|bigger|greater|fewer|more|less|faster|slower)\b"
+    r"[^.;。]{0,40}?\bby\s+(?:about\s+|around\s+|some\s+)?\d"
+    r"|\b(?:gap|difference)\s+(?:of|was|is|had\s+been|stood\s+at)\s+(?:about\s+)?\d"
+    r"|\b(?:less|more|fewer)\s+than\s+(?!(?:in\s+|the\s+end\s+of\s+)?(?:19|20)\d{2})(?!\d)", re.I)
+
+
+def differs_between(text: str) -> bool:
+    """The sentence gives a difference between two things with its figure, not a change on
+    a year: what "…, and by how much?" asks of the things the question compared."""
+    return bool(figures(text)) and bool(_TIMES.search(text) or _DIFFERENCE_BETWEEN.search(text))
 
 
 def only_by_how_much(part: str) -> bool:
@@ -431,6 +449,64 @@ def base_level(text: str, lead: str, year: str) -> bool:
     if projected(text) or year not in YEAR.findall(text) or (dated_year(text) or year) != year:
         return False
     return _close_in_size(text, lead)
+
+
+# A part asking how something went over a span of years: "from 2021 to 2025", "between
+# 2021 and 2025", "2021–2025", "2021年至2025年", "2021—2025年". Longer spans than this
+# are a history, not a series a section lists year by year.
+_SPAN = re.compile(r"\bfrom\s+((?:19|20)\d{2})\s+(?:to|until|through)\s+((?:19|20)\d{2})(?!\d)"
+                   r"|\bbetween\s+((?:19|20)\d{2})\s+and\s+((?:19|20)\d{2})(?!\d)"
+                   r"|(?<!\d)((?:19|20)\d{2})年?\s*(?:[-–—~]+|至|到)\s*((?:19|20)\d{2})(?!\d)", re.I)
+MAX_SPAN_YEARS = 12
+
+
+def span_years(part: str) -> list[str]:
+    """The years of the span the part asks about, first to last; none if it names none."""
+    found = _SPAN.search(part)
+    if not found:
+        return []
+    first, last = (int(year) for year in found.groups() if year)
+    return [str(year) for year in range(first, last + 1)] if 0 < last - first <= MAX_SPAN_YEARS else []
+
+
+# Words after a figure that say nothing of what it counts ("451,300 in 2025").
+_NO_UNIT = frozenset("in for during of and to from at on by than a an the".split())
+# The year a figure is given for, when it follows the figure: "451,300 in 2025", "301,200
+# paid admissions in 2025".
+_YEAR_AFTER = re.compile(r"\s*(?:[^\W\d]+\s+){0,3}?(?:in|for|during)\s+((?:19|20)\d{2})(?!\d)", re.I)
+
+
+def _levels(text: str) -> tuple[tuple[str, float, str | None], ...]:
+    """Each figure of the sentence as (the word after it, or "" if none, its value, the
+    year it is given for): the year right after it, else the last one before it ("2021,
+    Maritime Museum: 182,400." — a table's cell has no word after its figure; "…after it
+    reopened in March 2021, to 451,300 in 2025" gives 2025's level, not 2021's)."""
+    out = []
+    for m in figure_mentions(text):
+        unit = _UNIT_WORD.match(text, m.end)
+        values = [_number(v.rpartition(":")[2]) for v in m.claimed]
+        value = max((v for v in values if v), default=None)
+        after = _YEAR_AFTER.match(text, m.end)
+        before = YEAR.findall(text[:m.start])
+        year = after.group(1) if after else before[-1] if before else None
+        word = unit.group(1).lower() if unit else ""
+        if value:
+            out.append(("" if word in _NO_UNIT else word, value, year))
+    return tuple(out)
+
+
+def level_of_year(text: str, near: str, year: str) -> bool:
+    """The sentence gives, for `year`, a measured level (no forecast, no change) within
+    `CLOSE_FACTOR` of one of `near`'s figures in the same unit (the word after each, when
+    both have one that is no function word): a series' neighbouring year ("2024, Maritime
+    Museum: 438,100." beside 2025's 451,300), not the year's share or growth rate. A figure
+    that names no year of its own counts for the one year the sentence names."""
+    if projected(text) or gives_only_differences(text) or year not in YEAR.findall(text):
+        return False
+    alone = set(YEAR.findall(text)) == {year}
+    return any(1 / CLOSE_FACTOR <= value / other <= CLOSE_FACTOR
+               for unit, value, given in _levels(text) if given == year or (given is None and alone)
+               for word, other, _ in _levels(near) if not unit or not word or unit == word)
 
 
 def a_part_of(text: str, lead: str) -> bool:

@@ -8,7 +8,8 @@ and what they measure, the sentences that explain. Code chooses them the way the
 shape does (`outline.part_leads`: the lead, then rivals), then adds the next best
 sentences that pass the same rules a lead must (`outline.answering`: about the part's
 subject, not only sharing its names), so the model has the material to say what they
-mean together.
+mean together. A part asking over a span of years gets each year's level besides
+(`outline.series`), which its four best sentences seldom all are.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from briefroom.records import Fact, SourceRecord
-from briefroom.report.outline import Embed, Scorer, answering, dedupe, documents_by_title, part_leads
+from briefroom.report.outline import Embed, Scorer, answering, dedupe, documents_by_title, part_leads, series
 from briefroom.report.source_kinds import SourceProfile
 
 # Sentences shown per part: the lead and its rivals first, then the best of the rest. Enough
@@ -52,7 +53,9 @@ def evidence_by_part(facts: list[Fact], parts: list[str], question: str, sources
         if chosen:
             led.add(chosen[0].text)
         rest = answering(facts, part, score, titles, {f.text for f in chosen})
-        out.append(PartEvidence(part, tuple([*chosen, *rest][:per_part])))
+        shown = [*chosen, *rest][:per_part]
+        years = series(facts, part, chosen[0], score, authority) if chosen else {}
+        out.append(PartEvidence(part, tuple([*shown, *(f for f in years.values() if f not in shown)])))
     return out
 
 

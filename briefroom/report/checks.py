@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from briefroom.corpus.documents import title_line
-from briefroom.protocol.extraction import Mention, content_words, number_mentions, quotable, statements
+from briefroom.protocol.extraction import Mention, content_words, number_mentions, quotable, statements, table_cells
 from briefroom.records import Claim, Fact, ReportDraft
 from briefroom.report.asking import CONNECTIVES, STATES_CHANGE, YEAR, figure_mentions, projected
 from briefroom.report.draft import strip_attribution
@@ -159,15 +159,20 @@ def forecast_as_fact(claim: Claim, source_texts: dict[str, str]) -> Problem | No
     sources give only as a forecast or an estimate: "Installers put 2.05 million heat
     pumps into service in 2026" citing "…forecasts that installers will put 2.05 million
     heat pumps into service … in 2026" says every word of its source and the opposite of
-    what it says."""
+    what it says. Figure by figure: "…solar is 41.7 euros per megawatt-hour, while … onshore
+    wind is 44.5 euros" citing the regulator's 41.7 and an outlook's "forecast … onshore wind
+    to 44.5 euros" by 2030 states the forecast as today's cost beside a measured figure."""
     figures = figure_mentions(claim.text)
     if not figures or projected(claim.text) or _FUTURE.search(claim.text):
         return None
-    holding = sentences_holding(figures, [source_texts[sid] for sid in claim.source_ids if sid in source_texts])
-    if not holding or not all(projected(sentence) for sentence, _ in holding):
-        return None
-    return Problem("forecast_as_fact", claim.text,
-                   f"its cited source(s) {', '.join(claim.source_ids)} give its figures only as a forecast or estimate")
+    texts = [source_texts[sid] for sid in claim.source_ids if sid in source_texts]
+    for figure in figures:
+        holding = sentences_holding([figure], texts)
+        if holding and all(projected(sentence) for sentence, _ in holding):
+            return Problem("forecast_as_fact", claim.text,  # the words the Writer's model is sent back with
+                           f"its cited source(s) {', '.join(claim.source_ids)} give its figures only as a forecast "
+                           "or estimate")
+    return None
 
 
 # Where one figure's clause ends and the next one's begins: a comma, a semicolon, or a
@@ -206,7 +211,8 @@ def misdated_figure(claim: Claim, source_texts: dict[str, str]) -> Problem | Non
     word and figure of its source, and 2025's figure said of 2024. Read clause by clause
     (`_year_of`); a clause without a year ("In 2025, the port handled…") leaves the
     figure's year to the rest of its sentence, which this check does not guess, so it
-    passes."""
+    passes. A table's cell gives its figure to the years of its row and column
+    ("451,300 in 2024" citing "2025, Maritime Museum: 451,300.")."""
     texts = [source_texts[sid] for sid in claim.source_ids if sid in source_texts]
     for mention in figure_mentions(claim.text):
         if _enumerates(claim.text, mention):
@@ -214,12 +220,42 @@ def misdated_figure(claim: Claim, source_texts: dict[str, str]) -> Problem | Non
         said = _year_of(claim.text, mention)
         if not said:
             continue
-        given = [_year_of(sentence, m) for sentence, _ in sentences_holding([mention], texts)
+        given = [set(YEAR.findall(sentence)) if sentence in table_cells(text) else _year_of(sentence, m)
+                 for sentence, text in sentences_holding([mention], texts)
                  for m in figure_mentions(sentence) if mention.claimed & m.readings]
         if given and all(years and not years & said for years in given):
             return Problem("misdated_figure", claim.text,
                            f"{mention.written} is given to {', '.join(sorted(said))}; its cited source(s) "
                            f"{', '.join(claim.source_ids)} give it to {', '.join(sorted(set().union(*given)))}")
+    return _change_over_another_span(claim, texts)
+
+
+# The year a change is measured from, after its figure: "3.0 percent more than in 2024",
+# "up 9.2% on 2024", "比2024年增长", "a rise of 12% since 2021".
+_CHANGE_BASE = re.compile(r"\b(?:than|on|since|over|compared\s+(?:with|to))\s+(?:in\s+|the\s+end\s+of\s+)?"
+                          r"((?:19|20)\d{2})(?!\d)|比((?:19|20)\d{2})年", re.I)
+# A span a sentence gives a change over: "from 2021 to 2025", "between 2021 and 2025".
+_CHANGE_SPAN = re.compile(r"\b(?:from|between)\s+((?:19|20)\d{2})\s+(?:to|and)\s+((?:19|20)\d{2})(?!\d)", re.I)
+
+
+def _change_over_another_span(claim: Claim, texts: list[str]) -> Problem | None:
+    """A change said over a span its sources do not measure it over: "increased by 3.0
+    percent from 2021 to 2025" citing "…to 451,300 in 2025, 3.0 percent more than in
+    2024" (a year's growth, said of four years). Only when every cited sentence holding
+    the figure names the year it is measured from, none of them the span's first."""
+    span = _CHANGE_SPAN.search(claim.text)
+    if span is None or not STATES_CHANGE.search(claim.text):
+        return None
+    for mention in figure_mentions(claim.text):
+        if mention.start > span.start():
+            continue
+        bases = [{b for pair in _CHANGE_BASE.findall(sentence[m.end:]) for b in pair if b}
+                 for sentence, _ in sentences_holding([mention], texts)
+                 for m in figure_mentions(sentence) if mention.claimed & m.readings]
+        if bases and all(found and span.group(1) not in found for found in bases):
+            return Problem("misdated_figure", claim.text,
+                           f"{mention.written} is a change from {', '.join(sorted(set().union(*bases)))} in its "
+                           f"cited source(s) {', '.join(claim.source_ids)}, not from {span.group(1)}")
     return None
 
 

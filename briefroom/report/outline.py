@@ -34,15 +34,18 @@ from briefroom.report.asking import (
     close_figures,
     close_rival,
     dated_year,
+    differs_between,
     figures,
     gives_only_differences,
     is_statement,
+    level_of_year,
     measures_in,
     only_by_how_much,
     prices,
     projected,
     qualified_otherwise,
     same_measure,
+    span_years,
     states_money,
     states_share,
     wants_figure,
@@ -104,6 +107,9 @@ def zh_places(text: str) -> set[str]:
     return found
 
 
+# A sentence set in a place or body by its opening phrase: "In Northmark, …", "For Baltnor
+# Line, …" (the place it speaks of, whatever else it names after).
+_FRAME = re.compile(r"(?:In|For|At|Across)\s+(?:the\s+)?([A-Z][A-Za-z]+(?:-[A-Za-z]+)*)(?:['’]s)?\b")
 _ASKS_NAME = re.compile(r"^\W*(?:and\s+)?(?:who|which)\b|谁|哪(?:家|个|一|座|位|些|里)", re.I)
 # What ends right before a figure's unit: the figure, with its scale word ("723 billion USD",
 # "2.6 GW", "3.87 million TEU"). A capitalised word there measures, it names no one.
@@ -219,7 +225,8 @@ class Scorer:
 
     def other_subject(self, text: str, part: str = "", title: str = "") -> bool:
         """The sentence is about someone else: it opens with a name the question does not
-        use ("Estmark, Norvalia's neighbour, added…"; unless the part asks for a name), or
+        use ("Estmark, Norvalia's neighbour, added…", or after a preposition, "In Northmark,
+        Estravia's northern neighbour, …"; unless the part asks for a name), or
         it names others and none of the names the question asks about ("the cost … in
         Velmora was…" for Port Karavel), or it opens with another name of the asked kind
         (`names_another`), or its source's title does and it names no one asked about, or
@@ -229,6 +236,12 @@ class Scorer:
         first = _TOKEN.match(text.lstrip("“\"'( "))
         if first and first.group(0) in self.names and first.group(0).lower() not in self.asked \
                 and not _ASKS_NAME.search(part):
+            return True
+        # "In Northmark, Estravia's northern neighbour, …": a place the question does not ask
+        # about frames the sentence, though a part asking "which" takes a name for its answer
+        framed = _FRAME.match(text.lstrip("“\"'( "))
+        if framed and framed.group(1) in self.names and framed.group(1).lower() not in self.asked \
+                and self.asked_names:
             return True
         if self.names_another(text) and not _ASKS_NAME.search(part):
             return True
@@ -477,8 +490,11 @@ def leads(facts: list[Fact], part: str, score: Scorer, titles: dict[str, str], u
         leading = _of_the_asked_year(leading, part_query(part, score.question))
     if wants_share(part):  # a share is led by a sentence giving one, when any answers the part
         leading = [t for t in leading if states_share(t.fact.text)] or leading
-    if only_by_how_much(part):  # led by a sentence giving the difference, when any answers the part
-        leading = [t for t in leading if answers_comparison(t.fact.text, part)] or leading
+    if only_by_how_much(part):  # led by a sentence giving the difference, when any answers the part:
+        # the one between the things compared before a change on a year ("cheaper …, by 6.5
+        # euros" before "…41.7 euros, down from 45.9 euros in 2024")
+        leading = [t for t in leading if differs_between(t.fact.text)] \
+            or [t for t in leading if answers_comparison(t.fact.text, part)] or leading
     if not leading:
         return []
     return [leading[0].fact, *_rivals(scored, leading[0], part)]
@@ -559,6 +575,30 @@ def _rivals(scored: list[_Scored], lead: _Scored, part: str) -> list[Fact]:
         if fact.source_id not in {f.source_id for f in out} and figures(fact.text) - figures(lead.fact.text):
             out.append(fact)
     return out[1:]
+
+
+def series(facts: list[Fact], part: str, lead: Fact, score: Scorer,
+           authority: dict[str, float] | None = None) -> dict[str, Fact]:
+    """For a part asking how something went over a span of years ("from 2021 to 2025"):
+    the verified sentence giving the lead's quantity in each year of the span, by year.
+    Last year to first, each year's is the most authoritative source's level dated that
+    year within `CLOSE_FACTOR` of the year after's (a series moves by steps: 2021's
+    182,400 visits are no level of 2025's 451,300, but are of 2022's 311,900), about the
+    subject asked. A statistics office gives the years in a table and only the last in
+    prose (`extraction.table_readings`). Empty when the part names no span."""
+    years = span_years(part)
+    if len(years) < 2:
+        return {}
+    wanted = content_words(part)
+    weight = authority or {}
+    near, out = lead.text, dict[str, Fact]()
+    for year in reversed(years):
+        levels = [f for f in facts if f.text not in {g.text for g in out.values()}
+                  and level_of_year(f.text, near, year) and not score.other_subject(f.text, part)]
+        if levels:  # ties: the first found (max keeps it)
+            out[year] = max(levels, key=lambda f: (weight.get(f.source_id, 0.0), len(content_words(f.text) & wanted)))
+            near = out[year].text
+    return {year: out[year] for year in years if year in out}
 
 
 def dedupe(facts: list[Fact]) -> list[Fact]:

@@ -49,7 +49,16 @@ from briefroom.report.asking import (
 from briefroom.report.checks import REPORT_WORDS
 from briefroom.report.draft import bare_text
 from briefroom.report.language import LABELS, question_scope, short_heading, whole_phrase
-from briefroom.report.outline import ANSWERS_PART, Embed, Scorer, dedupe, documents_by_title, may_answer, part_leads
+from briefroom.report.outline import (
+    ANSWERS_PART,
+    Embed,
+    Scorer,
+    dedupe,
+    documents_by_title,
+    may_answer,
+    part_leads,
+    series,
+)
 from briefroom.report.repeats import Says, new_sentences, without_repeats
 from briefroom.report.source_kinds import SourceProfile
 from briefroom.report.spec import ReportShape, ReportSpec
@@ -352,6 +361,7 @@ class _PartWriter:
             found, claims = again or [own], [quote(f) for f in again] or [above]
             claims += self._context_of(prose, part, own)
             claims += self._base_year(part, claims)  # the change's base, though the change stands above
+            claims += self._series(part, claims)
             self._say(claims)
             return found, claims
         if not found and not any(answers(c, part, self.score) for c in prose):
@@ -372,6 +382,7 @@ class _PartWriter:
         if not claims and again:
             found, claims = again, [quote(f) for f in again]
         claims += self._base_year(part, claims)
+        claims += self._series(part, claims)
         self._say(claims)
         return found, claims
 
@@ -462,6 +473,21 @@ class _PartWriter:
             return []  # none, or the section already gives a level of that year
         best = max(base, key=lambda f: self.authority.get(f.source_id, 0.0))  # ties: the first found (max keeps it)
         return [self.label.labelled(quote(best))]
+
+    def _series(self, part: str, claims: list[Claim]) -> list[Claim]:
+        """A part asking how something went over a span of years gives the level of every
+        year of it (`outline.series`, of the quantity of the part's lead) that the section
+        does not: a statistics office's table gave the years before the last, which its
+        prose alone, quoted, left out. In the years' order, each with who gives it."""
+        leads = [f for f in self.reserved.values() if not gives_only_differences(f.text)]
+        if not leads or not claims:
+            return []
+        wanted = content_words(part)
+        lead = max(leads, key=lambda f: len(content_words(f.text) & wanted))  # ties: the first
+        said = [*self.said_claims, *claims]
+        return [self.label.labelled(quote(f), rival=True)
+                for f in series(self.facts, part, lead, self.score, self.authority).values()
+                if not any(f.text in c.text for c in said) and not _says_figures_of(said, f)]
 
     def _prose(self, placed: list[Claim], part: str) -> list[Claim]:
         """The model's sentences stay where it put them, unless they are about another

@@ -151,6 +151,10 @@ _ZH_ISSUED = re.compile(r"((?:19|20)\d{2})年(?:\d{1,2}月)?(?:\d{1,2}日)?\s*(?
 _EN_ISSUED = re.compile(r"\b(?:submitted|issued|published|adopted|released|written)\b[^()\d]{0,20}?((?:19|20)\d{2})(?!\d)",
                         re.IGNORECASE)
 _ISO_DATE = re.compile(r"(?<!\d)((?:19|20)\d{2}-[01]\d-[0-3]\d)(?!\d)")
+# When an English opening says its document came out: "Published on 27 January 2026",
+# "Published in July 2025", "Posted 3 November 2025" (a day and a month may stand before the year).
+_EN_PUBLISHED = re.compile(r"\b(?i:published|issued|released|posted)\b(?:\s+(?:on|in))?\s+(?:\d{1,2}\s+)?"
+                           r"(?:[A-Z][a-z]+\.?\s+)?(?:\d{1,2},?\s+)?((?:19|20)\d{2})(?!\d)")
 
 
 class SourceProfile(BaseModel):
@@ -192,7 +196,8 @@ def classify(title: str, opening: str) -> tuple[SourceKind, str]:
 
 def source_date(title: str, opening: str) -> str | None:
     """An ISO date in the opening, else the year the title says it was written in, else
-    the year the title names, else the year a
+    the year the title names (when it names a span, "statistics 2021–2025", the year the
+    opening says it was published, if it says: the span may be the years it counts), else the year a
     Chinese opening says it was issued, else the year the
     opening names most often (ties: the latest), not counting the years it looks ahead
     to: a news item "expects the market to pass 1 trillion by 2029" was not written in 2029."""
@@ -203,6 +208,11 @@ def source_date(title: str, opening: str) -> str | None:
     if issued_title:  # "business plan 2022–2026 (submitted 2021)": the title says when it was written
         return issued_title.group(1)
     in_title = _YEAR.findall(_YEAR_RANGE_END.sub("", title))
+    if in_title and not _YEAR_RANGE_END.search(title):
+        return max(in_title)
+    published = _EN_PUBLISHED.search(opening)
+    if published and in_title:  # "statistics 2021–2025 … Published on 27 January 2026": a span of past years
+        return published.group(1)
     if in_title:
         return max(in_title)
     issued = _ZH_ISSUED.search(opening)

@@ -157,6 +157,19 @@ def test_record_refuses_to_replace_a_recording_without_force(tmp_path):
     assert not (tmp_path / "run").exists()  # refused before any work
 
 
+def test_record_refuses_a_scenario_whose_answer_key_does_not_load_before_any_work(tmp_path):
+    scenario = tmp_path / "scenario"
+    scenario.mkdir()
+    (scenario / "scenario.yaml").write_text("name: s\nquestion: How big is it?\nmust_not:\n- 36.9\n")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nIt is 36.9 metres tall.\n")
+    result = runner.invoke(app, ["research", "How big is it?", "--corpus", str(corpus), "--model", "test",
+                                 "--record", str(scenario), "--out", str(tmp_path / "run"), "-q"])
+    assert result.exit_code == 2 and "must_not.0" in result.output
+    assert not (tmp_path / "run").exists()  # refused before the run, which it would have thrown away
+
+
 def test_plain_mistakes_are_one_error_line_that_says_what_to_fix(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()

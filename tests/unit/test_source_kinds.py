@@ -92,6 +92,14 @@ def test_a_year_the_document_looks_ahead_to_is_not_its_date():
     assert source_date("Statistical yearbook 2025", "") == "2025"
 
 
+def test_a_title_spanning_the_years_a_document_counts_is_dated_when_it_says_it_was_published():
+    counted = "Official statistics of the council. Published on 27 January 2026. Visits rose to 451,300 in 2025."
+    assert source_date("Museum attendance statistics 2021–2025", counted) == "2026"
+    assert source_date("Fleet plan 2022–2026", "Posted in March 2021. We expect 40 buses.") == "2021"
+    assert source_date("Transport plan 2021-2030", "Adopted by the council.") == "2021"  # says nothing: its span's start
+    assert source_date("Statistical yearbook 2025", "Published on 3 March 2026.") == "2025"  # one year: the title's
+
+
 def test_a_chinese_plan_is_dated_when_it_was_issued_not_by_the_year_it_aims_at():
     assert source_date("岚江省可再生能源发展规划（摘要）",
                        "岚江省能源局 2021年9月印发 到2025年，全省风电装机容量达到1500万千瓦。") == "2021"

@@ -14,7 +14,7 @@ import pytest
 
 from briefroom.corpus.documents import load_corpus, load_document, title_line
 from briefroom.memory.gates import Candidate, judge
-from briefroom.protocol.extraction import extract_facts, quotable, sentences, statements
+from briefroom.protocol.extraction import extract_facts, quotable, sentences, statements, table_readings
 from briefroom.protocol.statements import directive
 from briefroom.records import Fact
 from briefroom.report.checks import claim_problems
@@ -170,15 +170,37 @@ def test_the_writer_quotes_no_sentence_of_a_paragraph_addressing_the_reader() ->
     assert quoted == ["The storage market reached 48.2 GWh in 2025.", "Prices fell 12% over the year."]
 
 
-def test_a_markdown_table_is_no_statement_but_its_figures_stay_in_the_text():
-    text = ("At the end of 2025 we supplied 612,900 connected properties.\n\n"
-            "| Measure | 2024 | 2025 |\n|---|---|---|\n| Connected properties | 606,600 | 612,900 |\n"
-            "| Leakage (share of water put into supply) | 21.1% | 18.4% |\n\n"
-            "Leakage fell to 18.4% in 2025.")
-    assert statements(text) == ["At the end of 2025 we supplied 612,900 connected properties.",
-                                "Leakage fell to 18.4% in 2025."]
-    assert any("606,600" in s for s in sentences(text))  # still text a claim may be checked against
-    assert "21.1%" in quotable(text)
+def test_a_markdown_table_is_read_cell_by_cell_with_its_row_column_and_caption():
+    text = ("Our depots ran 212 buses at the end of 2025.\n\n"
+            "Buses at the end of each year:\n\n"
+            "| Year | Electric | Diesel |\n|------|:--------:|-------:|\n| 2024 | 118 | 97 |\n"
+            "| 2025 | 151 | - |\n\n"
+            "Diesel buses left service in 2025.")
+    assert statements(text) == [
+        "Our depots ran 212 buses at the end of 2025.",
+        "Buses at the end of each year:",
+        "Buses at the end of each year — 2024, Electric: 118.",
+        "Buses at the end of each year — 2024, Diesel: 97.",
+        "Buses at the end of each year — 2025, Electric: 151.",  # an empty cell ("-") says nothing
+        "Diesel buses left service in 2025."]
+    assert "| 2024 | 118 | 97 |" in quotable(text)  # the figures stay in the text a claim is checked against
+
+
+def test_a_chinese_table_reads_in_chinese_and_a_table_without_its_header_is_not_read():
+    text = "## 年末公交车辆数\n\n| 年份 | 纯电动 |\n| --- | --- |\n| 2025年 | 1520辆 |\n"
+    assert statements(text)[-1] == "年末公交车辆数——2025年，纯电动：1520辆。"
+    # A passage that starts inside a long table has lost the header: its first row is no header.
+    assert statements("| 2024 | 118 | 97 |\n| 2025 | 151 | 40 |") == []
+    assert table_readings("| Year | Electric |\n| 2024 | 118 |") == []  # no rule line: no header
+
+
+def test_a_claim_from_a_table_cell_is_grounded_and_quoted_with_its_row_and_column():
+    source = ("Visits per calendar year:\n\n| Year | Harbour Museum | Art Gallery |\n|---|---|---|\n"
+              "| 2021 | 182,400 | 95,200 |\n| 2022 | 311,900 | 141,800 |\n")
+    claim = Claim(text="The Harbour Museum counted 182,400 visits in 2021.", source_ids=["S1"])
+    assert not claim_problems(claim, {"S1": source})
+    from briefroom.report.verify import anchor
+    assert anchor(claim, {"S1": source}) == ("S1", "Visits per calendar year — 2021, Harbour Museum: 182,400.")
 
 
 def test_a_clause_a_semicolon_ends_is_a_statement_that_may_answer():
