@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from briefroom.evaluation.report_layout import key_figures, short_answer, summaries
-from briefroom.protocol.extraction import folded, is_cjk, sentences
+from briefroom.protocol.extraction import folded, is_cjk, sentences, table_cells
 from briefroom.report.checks import GROUNDING_THRESHOLD, grounding, source_readings, split_report, unsupported_numbers
 
 # Ways a report says the corpus does not answer (English and Chinese).
@@ -145,7 +145,8 @@ def _check_lines(body: str, mapping: dict[str, str], source_texts: dict[str, str
                  question: str) -> _LineCounts:
     counts = _LineCounts()
     everything = " ".join(source_texts[s] for s in retrieved if s in source_texts) + " " + question
-    flat_sources = {sid: normal(text) for sid, text in source_texts.items()}  # once, not once per line
+    # once, not once per line; a table's cells as read (`table_cells`), which a line may copy too
+    flat_sources = {sid: normal("\n".join([text, *sorted(table_cells(text))])) for sid, text in source_texts.items()}
     copyable = {sid: whole_sentences(text) for sid, text in source_texts.items()}
     for line in body.splitlines():
         text = _CITE.sub("", line).strip().lstrip("-#* ").strip()
@@ -186,9 +187,10 @@ COPIED_WORDS = 6
 
 
 def whole_sentences(text: str) -> list[str]:
-    """The sentences of a source (`extraction.sentences`) a line copies when it holds one
-    whole: those of `COPIED_WORDS` or more, `normal`ised, without their end mark."""
-    cores = [normal(s).rstrip(".。!！?？") for s in sentences(text)]
+    """The sentences of a source (`extraction.sentences`, and its table's cells as read) a
+    line copies when it holds one whole: those of `COPIED_WORDS` or more, `normal`ised,
+    without their end mark."""
+    cores = [normal(s).rstrip(".。!！?？") for s in [*sentences(text), *sorted(table_cells(text))]]
     return [c for c in cores if (len(c) / 2 if is_cjk(c) else len(c.split())) >= COPIED_WORDS]
 
 

@@ -54,6 +54,18 @@ def test_a_source_sentence_copied_whole_behind_words_of_the_models_own_is_no_own
     assert (s.cited_sentences, s.own_sentences) == (2, 1)
 
 
+def test_a_table_cell_copied_as_read_is_no_own_words():
+    table = ("Heat pumps sold and installed:\n\n| Year | Sold (million) | Installed (million) |\n|---|---|---|\n"
+             "| 2025 | 2.61 | 1.84 |\n")
+    texts = {**TEXTS, "S2": table}
+    lines = ("## Sold\n\nHeat pumps sold and installed — 2025, Sold (million): 2.61. [2]\n"
+             "2025, Sold (million): 2.61. [2]\n"
+             "In 2025, manufacturers sold 2.61 million heat pumps, the table shows. [2]")
+    s = score(report(lines), source_texts=texts)
+    # the first two copy a cell as the table is read; the third is the model's own
+    assert (s.cited_sentences, s.own_sentences) == (3, 1)
+
+
 def test_a_number_not_in_the_cited_source_and_the_footer_is_not_read():
     s = score(report("- Installers put 1.9 million heat pumps into service in 2025. [1]"))
     assert s.recall == 0.0 and s.support == 0.0
