@@ -109,7 +109,9 @@ def zh_places(text: str) -> set[str]:
 
 # A sentence set in a place or body by its opening phrase: "In Northmark, …", "For Baltnor
 # Line, …" (the place it speaks of, whatever else it names after).
-_FRAME = re.compile(r"(?:In|For|At|Across)\s+(?:the\s+)?([A-Z][A-Za-z]+(?:-[A-Za-z]+)*)(?:['’]s)?\b")
+_FRAME = re.compile(r"(?:In|For|At|Across)\s+(?:the\s+)?(?!(?:January|February|March|April|May|June|July|August|"
+                    r"September|October|November|December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|"
+                    r"Sunday)\b)([A-Z][A-Za-z]+(?:-[A-Za-z]+)*)(?:['’]s)?\b")  # "In March 2025, …" is a time
 _ASKS_NAME = re.compile(r"^\W*(?:and\s+)?(?:who|which)\b|谁|哪(?:家|个|一|座|位|些|里)", re.I)
 # What ends right before a figure's unit: the figure, with its scale word ("723 billion USD",
 # "2.6 GW", "3.87 million TEU"). A capitalised word there measures, it names no one.

@@ -143,6 +143,8 @@ def test_a_sentence_set_in_another_place_by_its_opening_phrase_is_about_another_
     own = "In Varden, new wind farms delivered power at 48.2 euros per megawatt-hour in 2025."
     score = Scorer(question, [question], [other, own])
     assert score.other_subject(other, question) and not score.other_subject(own, question)
+    when = "In March 2025, new wind farms in Varden delivered power at 48.2 euros per megawatt-hour."
+    assert not Scorer(question, [question], [other, own, when, "Prices fell in March."]).other_subject(when, question)
 
 
 def test_a_forecast_stated_as_todays_figure_beside_a_measured_one_is_caught():
