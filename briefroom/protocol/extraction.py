@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
@@ -140,14 +141,25 @@ def table_readings(para: str, caption: str = "") -> list[str]:
     return out
 
 
+def _statements_read(text: str) -> Iterator[tuple[str, bool]]:
+    """Each statement of `text` with whether it is a table's cell as read: paragraphs
+    addressing the reader left out, a table read cell by cell with the caption before it."""
+    paragraphs = _PARAGRAPH.split(text)[::2]
+    for before, para in zip(["", *paragraphs], paragraphs):
+        if _addresses_reader(para):
+            continue
+        if _table(para):
+            yield from ((cell, True) for cell in table_readings(para, _caption(before)))
+        else:
+            yield from ((sentence, False) for sentence in _paragraph_sentences(para))
+
+
 @lru_cache(maxsize=256)
 def table_cells(text: str) -> frozenset[str]:
     """The `table_readings` among `text`'s statements: a check reading a statement clause by
     clause must read one of these whole, its year standing in its row or column, not in
     the figure's clause ("2025, Maritime Museum: 451,300.")."""
-    paragraphs = _PARAGRAPH.split(text)[::2]
-    return frozenset(cell for before, para in zip(["", *paragraphs], paragraphs)
-                     if _table(para) and not _addresses_reader(para) for cell in table_readings(para, _caption(before)))
+    return frozenset(s for s, cell in _statements_read(text) if cell)
 
 
 def statements(text: str) -> list[str]:
@@ -155,16 +167,7 @@ def statements(text: str) -> list[str]:
     fact, a report's lead or short answer), never a paragraph addressing the reader; a
     table is read cell by cell (`table_readings`), its figures standing in the passage a
     claim is checked against as well."""
-    paragraphs = _PARAGRAPH.split(text)[::2]
-    out: list[str] = []
-    for before, para in zip(["", *paragraphs], paragraphs):
-        if _addresses_reader(para):
-            continue
-        if _table(para):
-            out.extend(table_readings(para, _caption(before)))
-        else:
-            out.extend(_paragraph_sentences(para))
-    return out
+    return [s for s, _ in _statements_read(text)]
 
 
 def quotable(text: str) -> str:

@@ -398,17 +398,23 @@ APART_FACTOR = 4.0
 _UNIT_WORD = re.compile(r"\s*([A-Za-z]+|[\u4e00-\u9fff])")
 
 
-@lru_cache(maxsize=4096)  # a rival's candidates are each held against the same lead
-def _sized(text: str) -> tuple[tuple[str, float], ...]:
-    """Each figure of the sentence (not a year) as (the word after it, its value)."""
+def _valued(text: str) -> list[tuple[Mention, str | None, float]]:
+    """Each figure of the sentence (not a year) with a value: the figure, the word after it
+    (None if none), its value ("W:480000": a value in base units, the largest reading)."""
     out = []
     for m in figure_mentions(text):
         unit = _UNIT_WORD.match(text, m.end)
-        values = [_number(v.rpartition(":")[2]) for v in m.claimed]  # "W:480000": a value in base units
+        values = [_number(v.rpartition(":")[2]) for v in m.claimed]
         value = max((v for v in values if v), default=None)
-        if unit and value:
-            out.append((unit.group(1).lower(), value))
-    return tuple(out)
+        if value:
+            out.append((m, unit.group(1).lower() if unit else None, value))
+    return out
+
+
+@lru_cache(maxsize=4096)  # a rival's candidates are each held against the same lead
+def _sized(text: str) -> tuple[tuple[str, float], ...]:
+    """Each figure of the sentence (not a year) as (the word after it, its value)."""
+    return tuple((word, value) for _, word, value in _valued(text) if word)
 
 
 def _number(text: str) -> float | None:
@@ -460,9 +466,19 @@ _SPAN = re.compile(r"\bfrom\s+((?:19|20)\d{2})\s+(?:to|until|through)\s+((?:19|2
 MAX_SPAN_YEARS = 12
 
 
+def span_in(text: str) -> re.Match[str] | None:
+    """Where the text names a span of years, if it does."""
+    return _SPAN.search(text)
+
+
+def span_start(found: re.Match[str]) -> str:
+    """The first year of a span `span_in` found."""
+    return next(year for year in found.groups() if year)
+
+
 def span_years(part: str) -> list[str]:
     """The years of the span the part asks about, first to last; none if it names none."""
-    found = _SPAN.search(part)
+    found = span_in(part)
     if not found:
         return []
     first, last = (int(year) for year in found.groups() if year)
@@ -476,22 +492,18 @@ _NO_UNIT = frozenset("in for during of and to from at on by than a an the".split
 _YEAR_AFTER = re.compile(r"\s*(?:[^\W\d]+\s+){0,3}?(?:in|for|during)\s+((?:19|20)\d{2})(?!\d)", re.I)
 
 
+@lru_cache(maxsize=4096)  # a series holds every fact against the year after's level
 def _levels(text: str) -> tuple[tuple[str, float, str | None], ...]:
-    """Each figure of the sentence as (the word after it, or "" if none, its value, the
-    year it is given for): the year right after it, else the last one before it ("2021,
-    Maritime Museum: 182,400." — a table's cell has no word after its figure; "…after it
-    reopened in March 2021, to 451,300 in 2025" gives 2025's level, not 2021's)."""
+    """Each figure of the sentence as (the word after it, "" if none or a function word,
+    its value, the year it is given for): the year right after it, else the last one
+    before it ("2021, Maritime Museum: 182,400." — a table's cell has no word after its
+    figure; "…after it reopened in March 2021, to 451,300 in 2025" gives 2025's level)."""
     out = []
-    for m in figure_mentions(text):
-        unit = _UNIT_WORD.match(text, m.end)
-        values = [_number(v.rpartition(":")[2]) for v in m.claimed]
-        value = max((v for v in values if v), default=None)
+    for m, word, value in _valued(text):
         after = _YEAR_AFTER.match(text, m.end)
         before = YEAR.findall(text[:m.start])
         year = after.group(1) if after else before[-1] if before else None
-        word = unit.group(1).lower() if unit else ""
-        if value:
-            out.append(("" if word in _NO_UNIT else word, value, year))
+        out.append(("" if word is None or word in _NO_UNIT else word, value, year))
     return tuple(out)
 
 

@@ -22,7 +22,7 @@ from functools import lru_cache
 from briefroom.corpus.documents import title_line
 from briefroom.protocol.extraction import Mention, content_words, number_mentions, quotable, statements, table_cells
 from briefroom.records import Claim, Fact, ReportDraft
-from briefroom.report.asking import CONNECTIVES, STATES_CHANGE, YEAR, figure_mentions, projected
+from briefroom.report.asking import CONNECTIVES, STATES_CHANGE, YEAR, figure_mentions, projected, span_in, span_start
 from briefroom.report.draft import strip_attribution
 from briefroom.report.language import LABELS, labels
 
@@ -234,8 +234,6 @@ def misdated_figure(claim: Claim, source_texts: dict[str, str]) -> Problem | Non
 # "up 9.2% on 2024", "比2024年增长", "a rise of 12% since 2021".
 _CHANGE_BASE = re.compile(r"\b(?:than|on|since|over|compared\s+(?:with|to))\s+(?:in\s+|the\s+end\s+of\s+)?"
                           r"((?:19|20)\d{2})(?!\d)|比((?:19|20)\d{2})年", re.I)
-# A span a sentence gives a change over: "from 2021 to 2025", "between 2021 and 2025".
-_CHANGE_SPAN = re.compile(r"\b(?:from|between)\s+((?:19|20)\d{2})\s+(?:to|and)\s+((?:19|20)\d{2})(?!\d)", re.I)
 
 
 def _change_over_another_span(claim: Claim, texts: list[str]) -> Problem | None:
@@ -243,19 +241,20 @@ def _change_over_another_span(claim: Claim, texts: list[str]) -> Problem | None:
     percent from 2021 to 2025" citing "…to 451,300 in 2025, 3.0 percent more than in
     2024" (a year's growth, said of four years). Only when every cited sentence holding
     the figure names the year it is measured from, none of them the span's first."""
-    span = _CHANGE_SPAN.search(claim.text)
+    span = span_in(claim.text)  # "from 2021 to 2025", "between 2021 and 2025"
     if span is None or not STATES_CHANGE.search(claim.text):
         return None
+    first = span_start(span)
     for mention in figure_mentions(claim.text):
         if mention.start > span.start():
             continue
         bases = [{b for pair in _CHANGE_BASE.findall(sentence[m.end:]) for b in pair if b}
                  for sentence, _ in sentences_holding([mention], texts)
                  for m in figure_mentions(sentence) if mention.claimed & m.readings]
-        if bases and all(found and span.group(1) not in found for found in bases):
+        if bases and all(found and first not in found for found in bases):
             return Problem("misdated_figure", claim.text,
                            f"{mention.written} is a change from {', '.join(sorted(set().union(*bases)))} in its "
-                           f"cited source(s) {', '.join(claim.source_ids)}, not from {span.group(1)}")
+                           f"cited source(s) {', '.join(claim.source_ids)}, not from {first}")
     return None
 
 
